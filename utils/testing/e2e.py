@@ -1,0 +1,175 @@
+"""Run the real `lmms-eval` CLI in a subprocess against the local stand-in server and parse its output.
+
+Used by the end-to-end tests and by `python -m lmms_tasks demo`. Everything runs offline: the model and
+the judge are the stand-in server on 127.0.0.1, the data are generated fixtures named by the benchmarks'
+data environment variables, and the Hugging Face libraries are told they are offline.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lmms_tasks import tasks_path
+
+STAND_IN_MODEL = "stand-in-vlm"
+STAND_IN_JUDGE = "stand-in-judge"
+
+
+@dataclass
+class RunResult:
+    """What one lmms-eval run produced."""
+
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    output_dir: Path
+    results: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    results_path: Path | None = None
+
+    def metric(self, task: str, metric: str, filter_name: str = "none") -> Any:
+        """One metric value of a task or group from results.json (`"metric,filter"` keys)."""
+        section = self.results.get("results", {}).get(task) or self.results.get("groups", {}).get(task)
+        if section is None:
+            raise KeyError(f"{task!r} not in results (have {sorted(self.results.get('results', {}))})")
+        key = f"{metric},{filter_name}"
+        if key not in section:
+            raise KeyError(f"{key!r} not in results of {task!r} (have {sorted(section)})")
+        return section[key]
+
+    def check(self) -> "RunResult":
+        """Raise with the tail of the run's output when lmms-eval failed or wrote no results."""
+        if self.returncode != 0 or self.results_path is None:
+            tail = (self.stdout[-4000:] + "\n--- stderr ---\n" + self.stderr[-8000:]).strip()
+            raise RuntimeError(f"lmms-eval exited {self.returncode} (results: {self.results_path}):\n{tail}")
+        return self
+
+
+def offline_env(
+    base_url: str,
+    work_dir: Path,
+    data_env: Mapping[str, str] | None = None,
+    judge_model: str = STAND_IN_JUDGE,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment for a hermetic run: offline HF caches under `work_dir`, model and judge on `base_url`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_"))}
+    env.update(
+        {
+            "HF_HOME": str(work_dir / "hf_home"),
+            "HF_DATASETS_CACHE": str(work_dir / "hf_datasets"),
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "WANDB_MODE": "disabled",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OPENAI_API_KEY": "EMPTY",
+            "OPENAI_API_BASE": base_url,
+            "LMMS_TASKS_JUDGE_BASE_URL": base_url,
+            "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+            "LMMS_TASKS_JUDGE_MODEL": judge_model,
+            "LMMS_TASKS_JUDGE_CACHE_DIR": str(work_dir / "judge_cache"),
+            "LMMS_TASKS_EXEC_CACHE_DIR": str(work_dir / "exec_cache"),
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(data_env or {})
+    env.update(extra or {})
+    return env
+
+
+def lmms_eval_command(
+    tasks: Sequence[str] | str,
+    base_url: str,
+    output_dir: Path,
+    *,
+    model_version: str = STAND_IN_MODEL,
+    num_concurrent: int = 4,
+    num_processes: int = 1,
+    limit: int | float | None = None,
+    model_args: Mapping[str, Any] | None = None,
+    extra_args: Iterable[str] = (),
+    include_path: str | None = None,
+) -> list[str]:
+    """The exact command line a user would type, for `--model openai` against `base_url`."""
+    task_list = tasks if isinstance(tasks, str) else ",".join(tasks)
+    args = {"model_version": model_version, "base_url": base_url, "api_key": "EMPTY", "num_concurrent": num_concurrent, "max_retries": 2}
+    args.update(model_args or {})
+    model_arg_string = ",".join(f"{k}={v}" for k, v in args.items())
+    if num_processes > 1:
+        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--cpu", "-m", "lmms_eval"]
+    else:
+        launcher = [sys.executable, "-m", "lmms_eval"]
+    command = launcher + [
+        "--model",
+        "openai",
+        "--model_args",
+        model_arg_string,
+        "--tasks",
+        task_list,
+        "--include_path",
+        include_path or tasks_path(),
+        "--batch_size",
+        "1",
+        "--log_samples",
+        "--output_path",
+        str(output_dir),
+        "--verbosity",
+        "INFO",
+    ]
+    if limit is not None:
+        command += ["--limit", str(limit)]
+    return command + list(extra_args)
+
+
+def run_lmms_eval(
+    tasks: Sequence[str] | str,
+    base_url: str,
+    output_dir: Path,
+    *,
+    env: Mapping[str, str],
+    timeout: float = 900,
+    cwd: Path | None = None,
+    **command_kwargs: Any,
+) -> RunResult:
+    """Run lmms-eval in a subprocess and parse the newest results.json and samples files it wrote."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    command = lmms_eval_command(tasks, base_url, output_dir, **command_kwargs)
+    proc = subprocess.run(
+        command,
+        env=dict(env),
+        cwd=str(cwd or output_dir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    result = RunResult(command=command, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, output_dir=output_dir)
+    return collect_outputs(result)
+
+
+def collect_outputs(result: RunResult) -> RunResult:
+    """Fill `results` and `samples` from the newest `*_results.json` under the run's output directory."""
+    results_files = sorted(glob.glob(str(result.output_dir / "**" / "*_results.json"), recursive=True), key=os.path.getmtime)
+    if not results_files:
+        return result
+    result.results_path = Path(results_files[-1])
+    result.results = json.loads(result.results_path.read_text(encoding="utf-8"))
+    stamp = result.results_path.name[: -len("_results.json")]
+    for path in glob.glob(str(result.results_path.parent / f"{stamp}_samples_*.jsonl")):
+        task = Path(path).name[len(f"{stamp}_samples_") : -len(".jsonl")]
+        with open(path, encoding="utf-8") as fh:
+            result.samples[task] = [json.loads(line) for line in fh if line.strip()]
+    return result
