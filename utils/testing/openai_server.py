@@ -309,15 +309,22 @@ class StandInServer:
             headers={k.lower(): v for k, v in handler.headers.items()},
             received_at=time.time(),
         )
+        unscripted: str | None = None
         with self._lock:
             fault = next((f for f in self._faults if f.take(request)), None)
             rule = next((r for r in self._rules if r.matches(request)), None)
             if fault is None:
-                reply = rule.render(request) if rule else self._default(request)
+                try:
+                    reply = rule.render(request) if rule else self._default(request)
+                except LookupError as exc:
+                    unscripted = str(exc)
             self.requests.append(request)
         if self.latency:
             time.sleep(self.latency)
-        if fault is not None:
+        if unscripted is not None:
+            request.status = 500
+            handler._send(500, {"error": {"message": unscripted, "type": "unscripted_request"}})
+        elif fault is not None:
             request.fault = fault.kind
             self._send_fault(handler, request, fault)
         else:

@@ -1,0 +1,32 @@
+"""Shared pytest fixtures: a stand-in OpenAI-compatible server per test and a hermetic environment
+(offline Hugging Face caches and judge/exec caches under the test's tmp dir, no real credentials)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+
+@pytest.fixture
+def stand_in() -> Iterator[StandInServer]:
+    """A fresh stand-in server on 127.0.0.1 answering "" unless scripted."""
+    with StandInServer(default_reply="") as server:
+        yield server
+
+
+@pytest.fixture
+def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every cache at tmp_path and drop credentials, for tests that run code in-process."""
+    for key in ("OPENAI_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY", "HF_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_datasets"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_CACHE_DIR", str(tmp_path / "judge_cache"))
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
+    return tmp_path
