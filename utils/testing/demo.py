@@ -16,11 +16,12 @@ import importlib
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmms_tasks import BENCHMARKS
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
-from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.openai_server import RecordedRequest, StandInServer
 
 # Fixture code only: the demo runs the HumanEval-V programs it scripted itself, in the sandbox.
 DEMO_ENV = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}
@@ -35,9 +36,19 @@ def _tables(result: RunResult) -> str:
     return text
 
 
-def run_demo(benchmarks: list[str], work_dir: Path, num_processes: int = 1) -> list[RunResult]:
-    """Run every stage of every benchmark; return the runs (each already checked for success)."""
-    runs: list[RunResult] = []
+@dataclass
+class DemoOutcome:
+    """The demo's lmms-eval runs (each checked for success) and every request the stand-in server saw."""
+
+    runs: list[RunResult] = field(default_factory=list)
+    requests: list[RecordedRequest] = field(default_factory=list)
+
+
+def run_demo(benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False) -> DemoOutcome:
+    """Run every stage of every benchmark against one stand-in server."""
+    say = (lambda *a, **k: None) if quiet else print
+    outcome = DemoOutcome()
+    runs = outcome.runs
     with StandInServer(default_reply="") as server:
         data_env: dict[str, str] = {}
         modules = {}
@@ -55,16 +66,17 @@ def run_demo(benchmarks: list[str], work_dir: Path, num_processes: int = 1) -> l
                 if hasattr(module, "stage_env"):
                     stage_env.update(module.stage_env(stage, previous))
                 started = time.monotonic()
-                print(f"\n=== {benchmark}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
+                say(f"\n=== {benchmark}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
                 result = run_lmms_eval(tasks, server.base_url, work_dir / "results" / f"{benchmark}_{stage}", env=stage_env, num_processes=num_processes)
                 result.check()
-                print(_tables(result))
-                print(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
+                say(_tables(result))
+                say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
                 runs.append(result)
                 previous = result
-        print(f"\nstand-in server answered {len(server.requests)} requests "
+        outcome.requests = list(server.requests)
+        say(f"\nstand-in server answered {len(server.requests)} requests "
               f"({len(server.requests_for(model='stand-in-judge'))} of them as the judge)")
-    return runs
+    return outcome
 
 
 def main(argv: list[str] | None = None) -> int:

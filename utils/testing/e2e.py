@@ -108,7 +108,7 @@ def lmms_eval_command(
     args.update(model_args or {})
     model_arg_string = ",".join(f"{k}={v}" for k, v in args.items())
     if num_processes > 1:
-        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--cpu", "-m", "lmms_eval"]
+        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--multi_gpu", "-m", "lmms_eval"]
     else:
         launcher = [sys.executable, "-m", "lmms_eval"]
     command = launcher + [

@@ -1,0 +1,76 @@
+"""Thin lmms-eval hooks for VLM2-Bench; lmms-eval re-executes this file per `!function` tag, so all
+logic and state live in `lmms_tasks.utils.vlm2_bench`."""
+
+from __future__ import annotations
+
+import datasets
+
+from lmms_tasks.utils.vlm2_bench.hooks import (  # noqa: F401 - re-exported for `!function utils.<name>`
+    cnt_acc,
+    cnt_n_out_of_range,
+    cnt_n_unparsed,
+    cnt_n_valid,
+    cnt_norm_score,
+    cnt_strict_score,
+    doc_to_messages,
+    doc_to_target,
+    doc_to_text,
+    doc_to_visual,
+    gc_exact_neg_acc,
+    gc_exact_pair_acc,
+    gc_exact_pos_acc,
+    grp_acc,
+    grp_n,
+    process_docs,
+    process_results,
+    tf_n_pairs,
+    tf_neg_acc,
+    tf_pair_acc,
+    tf_pos_acc,
+    vid_ab_pct,
+    vid_aba_pct,
+    vid_judge_failed,
+    vid_judge_info,
+    vid_judge_unparsed,
+    vid_n_ab,
+    vid_n_aba,
+    vlm2_gap_to_human,
+    vlm2_img8_score,
+    vlm2_score,
+)
+
+
+def process_docs_gc_mat(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("gc_mat", dataset)
+
+
+def process_docs_gc_trk(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("gc_trk", dataset)
+
+
+def process_docs_oc_cpr(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("oc_cpr", dataset)
+
+
+def process_docs_oc_cnt(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("oc_cnt", dataset)
+
+
+def process_docs_oc_grp(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("oc_grp", dataset)
+
+
+def process_docs_pc_cpr(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("pc_cpr", dataset)
+
+
+def process_docs_pc_cnt(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("pc_cnt", dataset)
+
+
+def process_docs_pc_grp(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("pc_grp", dataset)
+
+
+def process_docs_pc_vid(dataset: datasets.Dataset) -> datasets.Dataset:
+    return process_docs("pc_vid", dataset)

@@ -1,0 +1,71 @@
+"""HAERAE-Vision documents: the public HF split (pinned) or a local copy, stamped for one question variant.
+
+`process_docs` receives lmms-eval's one-line manifest and returns these documents instead (see
+`lmms_tasks.utils.data`). Each document gets the columns the later hooks need, because `process_results`
+receives no task configuration and no image columns: `hv_task`, `hv_variant`, `question_used` (the
+variant's question, as the official `question_used` column) and `checklist_text` (the checklist as the
+official CSV holds it, `render.render_checklist`).
+"""
+
+from __future__ import annotations
+
+import datasets
+
+from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
+from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
+from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist
+
+# The HF dataset's commit could not be resolved offline when this port was written: "main" is pinned
+# explicitly here, in this one place (see the task README). Replace it with a commit sha to freeze the data.
+HF_REPO = "HAERAE-HUB/HAERAE-VISION"
+HF_REVISION = "main"
+SPLIT = "train"  # the only public split (165 items); the card's recorded size (653) is stale
+SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA")
+
+REQUIRED_COLUMNS = ("question_idx", "question_original", "question_explicit", "category", "images", "checklist")
+STAMPED_COLUMNS = ("hv_task", "hv_variant", "question_used", "checklist_text")
+
+
+def load_split() -> datasets.Dataset:
+    """The raw public split, from `HAERAE_VISION_DATA` when set, else the pinned HF revision."""
+    dataset = load_parquet_split(SOURCE, SPLIT)
+    missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise DataError(f"{SOURCE.describe()}: split {SPLIT!r} lacks column(s) {missing} (has {dataset.column_names})")
+    return dataset
+
+
+def stamp_variant(dataset: datasets.Dataset, variant: str) -> datasets.Dataset:
+    """Add the per-variant columns without touching (or decoding) the image column."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown HAERAE-Vision variant {variant!r}; expected one of {VARIANTS}")
+    table = dataset.data
+    ids = table.column("question_idx").to_pylist()
+    questions = table.column(f"question_{variant}").to_pylist()
+    checklists = table.column("checklist").to_pylist()
+    seen: set[str] = set()
+    rendered: list[str] = []
+    for row, (qid, question, checklist) in enumerate(zip(ids, questions, checklists)):
+        where = f"{SOURCE.describe()} row {row} (question_idx={qid!r})"
+        if qid is None or str(qid) in seen:
+            raise DataError(f"{where}: question_idx is missing or duplicated; items are paired across variants by it")
+        seen.add(str(qid))
+        if not isinstance(question, str) or not question.strip():
+            raise DataError(f"{where}: question_{variant} is empty or not a string")
+        try:
+            rendered.append(render_checklist(checklist, where=where))
+        except ChecklistError as exc:
+            raise DataError(str(exc)) from exc
+    for column in STAMPED_COLUMNS:
+        if column in dataset.column_names:
+            dataset = dataset.remove_columns(column)
+    name = task_name(variant)
+    dataset = dataset.add_column("hv_task", [name] * len(dataset))
+    dataset = dataset.add_column("hv_variant", [variant] * len(dataset))
+    dataset = dataset.add_column("question_used", questions)
+    return dataset.add_column("checklist_text", rendered)
+
+
+def load_docs(variant: str) -> datasets.Dataset:
+    """What `process_docs` returns for the task of this variant."""
+    return stamp_variant(load_split(), variant)

@@ -1,0 +1,626 @@
+"""The one judge / LLM client every benchmark uses: concurrent, cached, resumable, fault-tolerant.
+
+Judging is the slow, costly, failure-prone part of an evaluation, so it runs off the per-document path:
+a task's aggregation function (rank 0, after gather) builds one `JudgeRequest` per item and calls
+`judge_batch` once. The batch goes through a bounded thread pool over one thread-safe `openai` client
+(any OpenAI-compatible endpoint: OpenAI, Azure OpenAI, vLLM, SGLang), with our own retry policy
+(exponential backoff with jitter; Retry-After honoured), a content-addressed disk cache (a re-run or a
+resumed run repeats no finished call), one JSONL record per request next to the results, and token usage
+logged to lmms-eval's usage block. Nothing here raises for judge-side errors: a request that still fails
+after the last retry gets `outcome.error` and is counted; the benchmark scores it by its official rule.
+
+Configuration, lowest to highest precedence: the benchmark's built-in default model and request params
+(`JudgeConfig.resolve(default_model=..., defaults=...)`) < environment variables `LMMS_TASKS_JUDGE_*` <
+the task YAML's `metadata: {judge: {...}}` < explicit overrides (`python -m lmms_tasks score --judge-...`).
+Nothing touches the network at import time; the client is created on the first request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from lmms_tasks.utils.cache import DiskCache, content_key
+from lmms_tasks.utils.logging import logger
+
+ENV_PREFIX = "LMMS_TASKS_JUDGE_"
+DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
+
+# config field -> (environment suffix, parser); the YAML `metadata.judge` mapping uses the field names.
+_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "model": ("MODEL", str),
+    "base_url": ("BASE_URL", str),
+    "api_key": ("API_KEY", str),
+    "api_version": ("API_VERSION", str),
+    "concurrency": ("CONCURRENCY", int),
+    "timeout": ("TIMEOUT", float),
+    "max_retries": ("MAX_RETRIES", int),
+    "backoff": ("BACKOFF", float),
+    "backoff_max": ("BACKOFF_MAX", float),
+    "cache_dir": ("CACHE_DIR", str),
+    "progress": ("PROGRESS", lambda v: v.strip().lower() not in ("0", "false", "no", "off", "")),
+}
+_SECRET_YAML_KEYS = ("api_key",)  # never read secrets from a task YAML; name the variable with api_key_env
+
+_override_lock = threading.Lock()
+_overrides: dict[str, Any] = {}
+
+
+class JudgeConfigError(ValueError):
+    """A judge setting is malformed; the message names the variable or YAML key at fault."""
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything that decides which endpoint judges and how; request `params` are the benchmark's defaults."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_version: str | None = None
+    concurrency: int = 32
+    timeout: float = 300.0
+    max_retries: int = 6
+    backoff: float = 1.0  # first retry waits about this long; doubles per attempt, with jitter
+    backoff_max: float = 60.0  # cap for computed backoff and for a server's Retry-After
+    cache_dir: str = DEFAULT_CACHE_DIR
+    progress: bool = True
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls,
+        task: str | None = None,
+        default_model: str = "gpt-4o",
+        defaults: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        root: str | None = None,
+    ) -> JudgeConfig:
+        """Merge built-in defaults < LMMS_TASKS_JUDGE_* < task YAML `metadata.judge` < explicit overrides."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {"model": default_model}
+        params: dict[str, Any] = dict(defaults or {})
+        for name, (suffix, parse) in _FIELDS.items():
+            raw = env.get(ENV_PREFIX + suffix)
+            if raw is not None and raw != "":
+                try:
+                    values[name] = parse(raw)
+                except ValueError as exc:
+                    raise JudgeConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a valid {name}: {exc}") from exc
+        yaml_judge = _yaml_judge_settings(task, root) if task else {}
+        for key, value in yaml_judge.items():
+            where = f"metadata.judge.{key} of task {task!r}"
+            if key in _SECRET_YAML_KEYS:
+                raise JudgeConfigError(f"{where}: do not put secrets in a task YAML; use api_key_env or {ENV_PREFIX}API_KEY")
+            if key == "api_key_env":
+                values["api_key"] = env.get(str(value)) or values.get("api_key")
+            elif key == "params":
+                if not isinstance(value, Mapping):
+                    raise JudgeConfigError(f"{where} must be a mapping of request parameters")
+                params.update(value)
+            elif key in _FIELDS:
+                try:
+                    values[key] = _FIELDS[key][1](value) if isinstance(value, str) else value
+                except ValueError as exc:
+                    raise JudgeConfigError(f"{where}={value!r} is invalid: {exc}") from exc
+            else:
+                raise JudgeConfigError(f"{where} is not a judge setting (known: {sorted([*_FIELDS, 'api_key_env', 'params'])})")
+        with _override_lock:
+            overrides = dict(_overrides)
+        params.update(overrides.pop("params", {}) or {})
+        values.update(overrides)
+        if "api_key" not in values:
+            values["api_key"] = env.get("AZURE_OPENAI_API_KEY") if _is_azure(values) else env.get("OPENAI_API_KEY")
+        config = cls(**values, params=params)
+        if config.concurrency < 1 or config.max_retries < 0 or config.timeout <= 0:
+            raise JudgeConfigError(f"judge concurrency must be >= 1, max_retries >= 0 and timeout > 0 (got {config})")
+        return config
+
+    @property
+    def endpoint_host(self) -> str:
+        return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
+
+    @property
+    def is_azure(self) -> bool:
+        return _is_azure(self.__dict__)
+
+    @property
+    def is_reasoning_model(self) -> bool:
+        """gpt-5*, o1/o3/o4 names (as lmms-eval decides): max_completion_tokens, no temperature."""
+        return self.model.rsplit("/", 1)[-1].lower().startswith(REASONING_PREFIXES)
+
+
+def _is_azure(values: Mapping[str, Any]) -> bool:
+    url = values.get("base_url") or ""
+    return bool(values.get("api_version")) or urlparse(url).netloc.endswith((".openai.azure.com", ".cognitiveservices.azure.com"))
+
+
+def _yaml_judge_settings(task: str, root: str | None) -> dict[str, Any]:
+    from lmms_tasks.utils.taskconfig import task_metadata
+
+    judge = task_metadata(task, root).get("judge") or {}
+    if not isinstance(judge, Mapping):
+        raise JudgeConfigError(f"metadata.judge of task {task!r} must be a mapping, got {type(judge).__name__}")
+    return dict(judge)
+
+
+@contextlib.contextmanager
+def overrides(**settings: Any) -> Iterator[None]:
+    """Highest-precedence settings for the duration (used by `python -m lmms_tasks score --judge-...`)."""
+    unknown = set(settings) - set(_FIELDS) - {"params"}
+    if unknown:
+        raise JudgeConfigError(f"unknown judge overrides: {sorted(unknown)}")
+    with _override_lock:
+        saved = dict(_overrides)
+        _overrides.update({k: v for k, v in settings.items() if v is not None})
+    try:
+        yield
+    finally:
+        with _override_lock:
+            _overrides.clear()
+            _overrides.update(saved)
+
+
+@dataclass
+class JudgeRequest:
+    """One judge call: `key` is unique within a batch (e.g. the doc id); `meta` is copied into the record."""
+
+    key: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgeOutcome:
+    """The result of one request: `content` is None exactly when `error` is set (failed after retries)."""
+
+    key: str
+    content: str | None = None
+    parsed: Any = None
+    error: str | None = None
+    cached: bool = False
+    usage: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+    finish_reason: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgeBatch:
+    """All outcomes of one `judge_batch` call, by request key, plus the summary recorded in the results."""
+
+    task: str
+    outcomes: dict[str, JudgeOutcome]
+    summary: dict[str, Any]
+    records_path: Path | None = None
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for o in self.outcomes.values() if o.error is not None)
+
+    @property
+    def n_unparsed(self) -> int:
+        return sum(1 for o in self.outcomes.values() if o.error is None and o.parsed is None)
+
+
+# -- the client -----------------------------------------------------------------------------------------
+
+_clients: dict[tuple[Any, ...], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _http_module() -> Any:
+    """The httpx-compatible package the installed `openai` client is built on (httpx, or its successor)."""
+    import openai
+
+    base = openai.DefaultHttpxClient.__mro__[1]
+    return sys.modules[base.__module__.split(".")[0]]
+
+
+def get_client(config: JudgeConfig) -> Any:
+    """One thread-safe client per endpoint configuration, with the client's own retries disabled.
+
+    The HTTP pool is sized to the concurrency: a pool smaller than the thread pool would serialise
+    requests behind free connections and break the wall-time promise of the concurrency setting.
+    """
+    key = (config.base_url, config.api_key, config.api_version, config.timeout, config.concurrency, config.is_azure)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is not None:
+            return client
+        import openai
+
+        http = _http_module()
+        pool = config.concurrency + 4
+        http_client = openai.DefaultHttpxClient(
+            limits=http.Limits(max_connections=pool, max_keepalive_connections=pool),
+            timeout=http.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
+        )
+        common: dict[str, Any] = {"api_key": config.api_key, "max_retries": 0, "timeout": config.timeout, "http_client": http_client}
+        if config.is_azure:
+            client = openai.AzureOpenAI(
+                azure_endpoint=config.base_url, api_version=config.api_version or DEFAULT_AZURE_API_VERSION, **common
+            )
+        else:
+            client = openai.OpenAI(base_url=config.base_url, **common)
+        _clients[key] = client
+        return client
+
+
+def request_payload(config: JudgeConfig, request: JudgeRequest) -> dict[str, Any]:
+    """The exact chat.completions keyword arguments (model, messages and the merged, translated params)."""
+    params = {**config.params, **request.params}
+    params = {k: v for k, v in params.items() if v is not None}
+    if config.is_reasoning_model:
+        if "max_tokens" in params:
+            params.setdefault("max_completion_tokens", params.pop("max_tokens"))
+            params.pop("max_tokens", None)
+        params.pop("temperature", None)
+    return {"model": config.model, "messages": request.messages, **params}
+
+
+def cache_key(payload: Mapping[str, Any]) -> str:
+    """Judge model + request params + exact messages; never the endpoint or its key."""
+    return content_key({"v": 1, **payload})
+
+
+class _Malformed(Exception):
+    """A 200 reply that is not a usable chat completion (retried like a server error)."""
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _classify(exc: Exception) -> tuple[bool, str]:
+    """(retryable, description) for an exception raised by one attempt."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        return retryable, f"HTTP {status}: {str(exc)[:300]}"
+    if isinstance(exc, openai.APITimeoutError):
+        return True, "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return True, f"connection error: {exc.__cause__ or exc}"[:300]
+    if isinstance(exc, (_Malformed, ValueError, openai.APIResponseValidationError)):
+        return True, f"malformed reply: {exc}"[:300]
+    return False, f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _backoff(config: JudgeConfig, attempt: int, exc: Exception) -> float:
+    hinted = _retry_after(exc)
+    if hinted is not None:
+        return min(hinted, config.backoff_max) * random.uniform(1.0, 1.1)
+    ceiling = min(config.backoff_max, config.backoff * (2 ** (attempt - 1)))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _call(config: JudgeConfig, payload: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any] | None:
+    """Run one request with our retry policy; fill `outcome`; return the cacheable reply or None."""
+    try:
+        client = get_client(config)
+    except Exception as exc:  # noqa: BLE001 - a client that cannot be built fails every request, not the run
+        outcome.error = f"cannot create judge client: {type(exc).__name__}: {exc}"
+        return None
+    for attempt in range(1, config.max_retries + 2):
+        outcome.attempts = attempt
+        try:
+            response = client.chat.completions.create(**payload)
+            choices = getattr(response, "choices", None)
+            if not choices:
+                raise _Malformed("no choices in the reply")
+            message = getattr(choices[0], "message", None)
+            if message is None:
+                raise _Malformed("no message in the first choice")
+            usage = getattr(response, "usage", None)
+            reply = {
+                "content": message.content or "",  # empty content is a reply (unparseable), not a failure
+                "finish_reason": getattr(choices[0], "finish_reason", None),
+                "usage": {
+                    "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                    "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+                },
+                "model_used": getattr(response, "model", None),
+            }
+            outcome.error = None
+            return reply
+        except Exception as exc:  # noqa: BLE001 - every judge-side failure becomes outcome.error
+            retryable, description = _classify(exc)
+            outcome.error = f"{description} (attempt {attempt}/{config.max_retries + 1})"
+            if not retryable or attempt > config.max_retries:
+                return None
+            time.sleep(_backoff(config, attempt, exc))
+    return None
+
+
+def _log_usage(config: JudgeConfig, task: str, usage: Mapping[str, int]) -> None:
+    try:
+        from lmms_eval.models.model_utils.usage_metrics import log_usage
+    except ImportError:  # lmms-eval absent (e.g. a bare library use): nothing to report to
+        return
+    log_usage(
+        model_name=config.model,
+        task_name=task,
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        source="judge",
+    )
+
+
+def _parse(parse: Callable[[str], Any], content: str, key: str) -> tuple[Any, str | None]:
+    try:
+        return parse(content), None
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the batch; the item counts as unparsed
+        logger.warning(f"judge reply parser raised on request {key!r}: {type(exc).__name__}: {exc}")
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+# -- the batch ------------------------------------------------------------------------------------------
+
+_memo: dict[str, JudgeBatch] = {}
+_memo_lock = threading.Lock()
+
+
+def clear_memo() -> None:
+    """Forget in-process batches (tests; a long-lived process judging the same task twice on purpose)."""
+    with _memo_lock:
+        _memo.clear()
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def records_dir(config: JudgeConfig, output_dir: str | os.PathLike[str] | None) -> Path:
+    """`<output_dir>/judgements`, or the cache directory's sibling `runs/judgements` without an output dir."""
+    if output_dir:
+        return Path(output_dir).expanduser() / "judgements"
+    return Path(config.cache_dir).expanduser().parent / "runs" / "judgements"
+
+
+def judge_batch(
+    task: str,
+    requests: Sequence[JudgeRequest],
+    parse: Callable[[str], Any],
+    config: JudgeConfig | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    prompt_sha256: str | None = None,
+) -> JudgeBatch:
+    """Judge every request once (cache first), concurrently; never raises for judge-side errors."""
+    keys = [str(r.key) for r in requests]
+    if len(set(keys)) != len(keys):
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})[:5]
+        raise ValueError(f"judge_batch({task!r}): request keys must be unique; duplicated: {duplicates}")
+    config = config or JudgeConfig.resolve(task=task)
+    payloads = {str(r.key): request_payload(config, r) for r in requests}
+    memo_key = content_key(
+        {
+            "task": task,
+            "endpoint": [config.base_url, config.api_version],
+            "parse": _callable_name(parse),
+            "prompt_sha256": prompt_sha256,
+            "output_dir": str(output_dir) if output_dir else None,
+            "requests": [[k, payloads[k], r.meta] for k, r in zip(keys, requests)],
+        }
+    )
+    with _memo_lock:
+        memoized = _memo.get(memo_key)
+    if memoized is not None:
+        return memoized
+
+    started = time.monotonic()
+    cache = DiskCache(config.cache_dir)
+    outcomes: dict[str, JudgeOutcome] = {}
+    cache_keys: dict[str, str] = {}
+    parse_errors: dict[str, str] = {}
+    pending: list[str] = []
+    for request in requests:
+        key = str(request.key)
+        outcome = JudgeOutcome(key=key, meta=dict(request.meta))
+        outcomes[key] = outcome
+        cache_keys[key] = cache_key(payloads[key])
+        hit = cache.get(cache_keys[key])
+        if hit is not None and isinstance(hit.get("content"), str):
+            outcome.content, outcome.cached = hit["content"], True
+            outcome.usage = dict(hit.get("usage") or {})
+            outcome.finish_reason = hit.get("finish_reason")
+        else:
+            pending.append(key)
+
+    def run_one(key: str) -> None:
+        outcome = outcomes[key]
+        try:
+            reply = _call(config, payloads[key], outcome)
+        except Exception as exc:  # noqa: BLE001 - an unexpected bug fails this item, never the batch
+            outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+            return
+        if reply is None:
+            return
+        outcome.content, outcome.usage, outcome.finish_reason = reply["content"], reply["usage"], reply["finish_reason"]
+        try:
+            cache.put(cache_keys[key], {**reply, "request": payloads[key], "created": time.time()})
+        except OSError as exc:  # an unwritable cache costs a re-call later, never this result
+            logger.warning(f"judge cache write failed under {cache.root}: {exc}")
+        _log_usage(config, task, reply["usage"])
+
+    if pending:
+        logger.info(
+            f"judge {task}: {len(pending)} request(s) to {config.model} at {config.endpoint_host} "
+            f"({len(requests) - len(pending)} cached), concurrency {config.concurrency}"
+        )
+        _run_pool(config, task, pending, run_one)
+
+    for key, outcome in outcomes.items():
+        if outcome.content is not None:
+            outcome.parsed, error = _parse(parse, outcome.content, key)
+            if error:
+                parse_errors[key] = error
+    wall = time.monotonic() - started
+    summary = _summary(task, config, outcomes, prompt_sha256, wall)
+    batch = JudgeBatch(task=task, outcomes=outcomes, summary=summary)
+    try:
+        batch.records_path = _write_records(records_dir(config, output_dir), task, config, batch, cache_keys, parse_errors)
+    except OSError as exc:
+        logger.error(f"judge {task}: could not write judgement records: {exc}")
+    if batch.n_failed:
+        first = next(o for o in outcomes.values() if o.error)
+        logger.warning(f"judge {task}: {batch.n_failed}/{len(outcomes)} request(s) failed after retries, e.g. {first.key!r}: {first.error}")
+    with _memo_lock:
+        _memo[memo_key] = batch
+    return batch
+
+
+def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Callable[[str], None]) -> None:
+    from tqdm.auto import tqdm
+
+    workers = max(1, min(config.concurrency, len(pending)))
+    bar = tqdm(total=len(pending), desc=f"judge {task}", unit="req", file=sys.stderr, disable=not config.progress, mininterval=0.5)
+    with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
+        futures = [pool.submit(run_one, key) for key in pending]
+        for future in as_completed(futures):
+            future.result()  # run_one catches judge-side errors; anything else is a bug worth surfacing
+            bar.update(1)
+
+
+def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome], prompt_sha256: str | None, wall: float) -> dict[str, Any]:
+    fresh = [o for o in outcomes.values() if not o.cached and o.error is None]
+    cached = [o for o in outcomes.values() if o.cached]
+    return {
+        "task": task,
+        "judge_model": config.model,
+        "endpoint_host": config.endpoint_host,
+        "prompt_sha256": prompt_sha256,
+        "params": {k: v for k, v in request_payload(config, JudgeRequest("", [])).items() if k not in ("model", "messages")},
+        "requests": len(outcomes),
+        "failed": sum(1 for o in outcomes.values() if o.error is not None),
+        "unparsed": sum(1 for o in outcomes.values() if o.error is None and o.parsed is None),
+        "input_tokens": sum(o.usage.get("input_tokens", 0) for o in fresh),
+        "output_tokens": sum(o.usage.get("output_tokens", 0) for o in fresh),
+        "cache_hits": len(cached),
+        "cached_input_tokens": sum(o.usage.get("input_tokens", 0) for o in cached),
+        "cached_output_tokens": sum(o.usage.get("output_tokens", 0) for o in cached),
+        "retries": sum(max(0, o.attempts - 1) for o in outcomes.values()),
+        "concurrency": config.concurrency,
+        "wall_s": round(wall, 3),
+    }
+
+
+def _write_records(
+    directory: Path,
+    task: str,
+    config: JudgeConfig,
+    batch: JudgeBatch,
+    cache_keys: Mapping[str, str],
+    parse_errors: Mapping[str, str],
+) -> Path:
+    """`<task>.jsonl` (one line per request) and `<task>.summary.json`, each replaced atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for key, outcome in batch.outcomes.items():
+        record = {
+            "task": task,
+            "key": key,
+            "meta": outcome.meta,
+            "judge_model": config.model,
+            "reply": outcome.content,
+            "parsed": outcome.parsed,
+            "error": outcome.error,
+            "parse_error": parse_errors.get(key),
+            "attempts": outcome.attempts,
+            "cached": outcome.cached,
+            "finish_reason": outcome.finish_reason,
+            "input_tokens": outcome.usage.get("input_tokens", 0),
+            "output_tokens": outcome.usage.get("output_tokens", 0),
+            "cache_key": cache_keys[key],
+        }
+        lines.append(json.dumps(record, ensure_ascii=False, default=str))
+    records = directory / f"{task}.jsonl"
+    batch.summary["records"] = str(records)
+    _atomic_write(records, "\n".join(lines) + ("\n" if lines else ""))
+    _atomic_write(directory / f"{task}.summary.json", json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
+    return records
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# -- results ----------------------------------------------------------------------------------------------
+
+
+def judge_summary_metric(batch: JudgeBatch) -> str:
+    """One-line judge provenance for a `judge_info` metric: readable in the results table and results.json.
+
+    A string (not a dict) because lmms-eval's table prints aggregate values verbatim; the full summary is
+    in `<output_dir>/judgements/<task>.summary.json` next to the records.
+    """
+    s = batch.summary
+    sha = (s.get("prompt_sha256") or "none")[:12]
+    return (
+        f"judge={s['judge_model']}@{s['endpoint_host']} prompt_sha256={sha} n={s['requests']} "
+        f"failed={s['failed']} unparsed={s['unparsed']} cached={s['cache_hits']} "
+        f"tokens_in={s['input_tokens']} tokens_out={s['output_tokens']}"
+    )
+
+
+
+__all__ = [
+    "ENV_PREFIX",
+    "JudgeBatch",
+    "JudgeConfig",
+    "JudgeConfigError",
+    "JudgeOutcome",
+    "JudgeRequest",
+    "cache_key",
+    "clear_memo",
+    "get_client",
+    "judge_batch",
+    "judge_summary_metric",
+    "overrides",
+    "records_dir",
+    "request_payload",
+]

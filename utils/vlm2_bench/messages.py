@@ -1,0 +1,53 @@
+"""Requests as the official inference scripts build them (spec section 1.4).
+
+Image subtasks: one user turn holding every image in record order, then the text "\n" + question (the
+official `system_prompt + "\n" + question` with an empty system prompt; no system message). Video
+(PC-VID): the sampled frames (see `video.py`), then the bare question. Images are opened from their
+paths only when a request is built, one document at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from PIL import Image
+
+from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.vlm2_bench.video import sample_frames
+
+USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
+
+Doc = Mapping[str, Any]
+
+
+def user_text(doc: Doc) -> str:
+    """The text part: "\n" + question for images, the question alone for the video subtask."""
+    if doc.get("subtask") == "pc_vid":
+        return str(doc["question"])
+    return prompt(USER_TEXT_KEY).format(question=doc["question"])
+
+
+def load_image(path: str, doc: Doc) -> Image.Image:
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, ValueError) as exc:
+        raise DataError(f"vlm2_bench {doc.get('subtask')} record {doc.get('q_id')!r}: cannot read image {path} ({exc})") from exc
+
+
+def visuals(doc: Doc) -> list[Image.Image]:
+    """The document's images (or sampled video frames) in order, decoded now."""
+    if doc.get("subtask") == "pc_vid":
+        try:
+            return sample_frames(doc["video_path"])
+        except DataError as exc:
+            raise DataError(f"vlm2_bench pc_vid record {doc.get('vid')!r}: {exc}") from exc
+    return [load_image(path, doc) for path in doc["images"]]
+
+
+def messages(doc: Doc) -> list[dict[str, Any]]:
+    """lmms-eval chat messages: one user turn, visuals first, then the text."""
+    content: list[dict[str, Any]] = [{"type": "image", "url": image} for image in visuals(doc)]
+    content.append({"type": "text", "text": user_text(doc)})
+    return [{"role": "user", "content": content}]
