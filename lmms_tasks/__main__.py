@@ -32,19 +32,24 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_tasks", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("path", help="print the directory to pass to lmms-eval --include_path").set_defaults(func=_cmd_path)
-    for name, func, help_text in (
-        ("score", _cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
-        ("export-upstream", _cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
-        ("demo", _cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
-    ):
-        p = sub.add_parser(name, help=help_text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=func)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    commands = {
+        "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
+        "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
+        "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
+        "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
+    }
+    parser = argparse.ArgumentParser(
+        prog="python -m lmms_tasks",
+        description="\n".join(f"  {name:<16} {help_text}" for name, (_, help_text) in commands.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("command", choices=sorted(commands))
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the command (see `python -m lmms_tasks COMMAND --help`)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Parse only the command name: everything after it belongs to the command's own parser.
+    args = parser.parse_args(argv[:1])
+    args.rest = argv[1:]
+    return int(commands[args.command][0](args) or 0)
 
 
 if __name__ == "__main__":

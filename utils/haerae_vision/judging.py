@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from fractions import Fraction
 
-from lmms_tasks.utils.haerae_vision.render import csv_cell
+from lmms_tasks.utils.haerae_vision.render import csv_cell, csv_cells
 from lmms_tasks.utils.prompts import prompt, prompt_sha256
 
 TEMPLATE_KEY = "haerae/judge/prompt_template"
@@ -41,18 +42,27 @@ def score_re() -> re.Pattern[str]:
     return re.compile(prompt(SCORE_RE_KEY), re.IGNORECASE | re.DOTALL)
 
 
+def assemble_message(question_cell: str, response_cell: str, checklist_cell: str) -> str:
+    """The official concatenation of the template and the three already-rendered CSV cells."""
+    return f"{template()}[INPUT]\n{question_cell}\n[Response]\n{response_cell}\n[Checklist]\n{checklist_cell}\n"
+
+
 def judge_message(question_used: str, response: str, checklist_text: str) -> str:
     """The exact user-message text the official scorer sends for one item.
 
     Arguments are the values as the model run produced them (question variant, cleaned response,
     checklist text from `render.render_checklist`); each passes through the CSV round trip here.
     """
-    return (
-        f"{template()}"
-        f"[INPUT]\n{csv_cell(question_used)}\n"
-        f"[Response]\n{csv_cell(response)}\n"
-        f"[Checklist]\n{csv_cell(checklist_text)}\n"
-    )
+    return assemble_message(csv_cell(question_used), csv_cell(response), csv_cell(checklist_text))
+
+
+def judge_message_batch(rows: Sequence[tuple[str, str, str]]) -> list[str]:
+    """`judge_message` for many (question_used, response, checklist_text) rows, one CSV round trip per
+    column as in the official run (and much faster than one per cell)."""
+    if not rows:
+        return []
+    questions, responses, checklists = (csv_cells([row[i] for row in rows]) for i in range(3))
+    return [assemble_message(q, r, c) for q, r, c in zip(questions, responses, checklists)]
 
 
 def judge_messages(question_used: str, response: str, checklist_text: str) -> list[dict[str, str]]:

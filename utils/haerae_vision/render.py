@@ -68,16 +68,22 @@ def render_checklist(value: Any, *, where: str = "checklist") -> str:
     raise ChecklistError(f"{where}: expected a string or a list of strings, got {type(value).__name__}")
 
 
-def csv_cell(text: str) -> str:
-    """`str()` of `text` after pandas' `to_csv` / `read_csv` round trip in a text column.
+def csv_cells(texts: Sequence[str]) -> list[str]:
+    """`str()` of each text after pandas' `to_csv` / `read_csv` round trip of one text column.
 
     Uses pandas itself, so its missing-value strings, quoting and line-ending handling are the ones the
-    official scorer met. A cell pandas reads as missing comes back as the string `nan`.
+    official scorer met; a cell pandas reads as missing comes back as the string `nan`. One extra
+    non-numeric cell keeps the column textual (see the module docstring on type inference).
     """
     import pandas as pd
 
     buffer = io.StringIO()
-    pd.DataFrame({"cell": [text, _COMPANION]}).to_csv(buffer, index=False)
+    pd.DataFrame({"cell": [*texts, _COMPANION]}).to_csv(buffer, index=False)
     buffer.seek(0)
-    value = pd.read_csv(buffer)["cell"].iloc[0]
-    return str(value)
+    values = pd.read_csv(buffer)["cell"].tolist()[:-1]
+    return [str(value) for value in values]
+
+
+def csv_cell(text: str) -> str:
+    """`csv_cells` for one text."""
+    return csv_cells([text])[0]

@@ -1,0 +1,202 @@
+"""process_results items and the aggregation step, run in-process against the stand-in judge.
+
+Expected numbers are computed by hand from the scripted judge replies: a missing score counts 0 in the
+mean, per-category means follow the same rule, and the gap pairs items by question_idx.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from lmms_tasks.utils import judge
+from lmms_tasks.utils.haerae_vision import metrics
+from lmms_tasks.utils.haerae_vision.judging import template
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+JUDGE = "stand-in-judge"
+
+
+def _doc(qid: int, category: str, question: str, variant: str = "original", checklist: str = "['항목 1' '항목 2']") -> dict[str, Any]:
+    return {
+        "hv_task": f"haerae_vision_{variant}",
+        "hv_variant": variant,
+        "question_idx": qid,
+        "category": category,
+        "question_used": question,
+        "checklist_text": checklist,
+    }
+
+
+@pytest.fixture
+def judge_env(stand_in: StandInServer, hermetic_env: Path, monkeypatch: pytest.MonkeyPatch) -> StandInServer:
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_BASE_URL", stand_in.base_url)
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_MODEL", JUDGE)
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_MAX_RETRIES", "1")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_BACKOFF", "0.01")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
+    judge.clear_memo()
+    yield stand_in
+    judge.clear_memo()
+
+
+def _items(variant: str, rows: list[tuple[int, str, str, str]]) -> list[dict[str, Any]]:
+    """Items as process_results makes them, after the samples-file JSON round trip."""
+    out = []
+    for qid, category, question, response in rows:
+        result = metrics.process_results(_doc(qid, category, question, variant), [response])
+        assert set(result) == {*metrics.METRICS, f"score_{variant}"}
+        out.append(json.loads(json.dumps(result["haerae_vision_score"], ensure_ascii=False)))
+    return out
+
+
+ORIGINAL = [
+    (1, "게임", "이거 무슨 게임?", "<think>음</think>젤다입니다."),
+    (2, "게임", "어떻게 깨요?", "상자를 민다."),
+    (3, "과학", "이거 왜 이래요?", ""),
+    (4, "과학", "이 현상 뭐임?", "모르겠어요."),
+]
+EXPLICIT = [
+    (1, "게임", "첫 화면의 게임 제목은?", "젤다의 전설입니다."),
+    (2, "게임", "퍼즐 방 해법을 단계별로?", "1. 왼쪽 상자 2. 스위치"),
+    (3, "과학", "물이 끓는 온도가 낮은 이유는?", "기압이 낮기 때문입니다."),
+    (4, "과학", "사진 속 현상의 이름은?", "무지개입니다."),
+]
+
+
+def _script(server: StandInServer, replies: dict[str, str]) -> None:
+    for question, reply in replies.items():
+        server.script(lambda r, q=question: r.model == JUDGE and f"[INPUT]\n{q}\n" in r.text, reply)
+
+
+def test_process_results_item_is_json_friendly_and_cleaned() -> None:
+    result = metrics.process_results(_doc(9, "수학", "질문"), ["<think>생각</think> 답 "])
+    item = result["haerae_vision_score"]
+    assert all(value is item for value in result.values())
+    assert item == {
+        "task": "haerae_vision_original",
+        "variant": "original",
+        "question_idx": "9",
+        "category": "수학",
+        "question_used": "질문",
+        "checklist_text": "['항목 1' '항목 2']",
+        "response": "답",
+    }
+    assert json.loads(json.dumps(item)) == item
+
+
+def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> None:
+    _script(
+        judge_env,
+        {
+            "이거 무슨 게임?": "<evidence>...</evidence>\n<score>\n1/2 \n</score>",
+            "어떻게 깨요?": "<score>2/2</score>",
+            "이거 왜 이래요?": "<score>0/2</score>",
+            "이 현상 뭐임?": "<score>1/2</score> 다시 보니 <score>2/2</score>",  # two tags -> None -> 0
+        },
+    )
+    items = _items("original", ORIGINAL)
+    args = SimpleNamespace(output_path=str(tmp_path / "out"))
+    assert metrics.aggregate_score(items, args=args) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
+    assert metrics.aggregate_judge_failures(items, args=args) == 1
+    assert metrics.aggregate_category_scores(items, args=args) == pytest.approx({"게임": 0.75, "과학": 0.0})
+    info = metrics.aggregate_judge_info(items, args=args)
+    assert f"judge={JUDGE}@127.0.0.1" in info and "prompt_sha256=2151c923be1b" in info and "unparsed=1" in info
+    # four metrics, one batch: every item judged exactly once
+    assert len(judge_env.requests_for(model=JUDGE)) == 4
+    # the exact bytes of one judge message, by hand; the empty response went out as nan (K2)
+    sent = {r.messages[0]["content"] for r in judge_env.requests_for(model=JUDGE)}
+    assert template() + "[INPUT]\n이거 왜 이래요?\n[Response]\nnan\n[Checklist]\n['항목 1' '항목 2']\n" in sent
+    assert template() + "[INPUT]\n이거 무슨 게임?\n[Response]\n젤다입니다.\n[Checklist]\n['항목 1' '항목 2']\n" in sent
+    assert all(len(r.messages) == 1 and r.messages[0]["role"] == "user" for r in judge_env.requests_for(model=JUDGE))
+    # the records file sits under the output path
+    records = (tmp_path / "out" / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(records) == 4
+
+
+def test_transport_failure_counts_zero_and_as_failure(judge_env: StandInServer, tmp_path: Path) -> None:
+    _script(judge_env, {"이거 무슨 게임?": "<score>1/1</score>", "어떻게 깨요?": "<score>1/1</score>"})
+    judge_env.fault(lambda r: "어떻게 깨요?" in r.text, "500", times=None)
+    items = _items("original", ORIGINAL[:2])
+    assert metrics.aggregate_score(items) == pytest.approx(0.5)
+    assert metrics.aggregate_judge_failures(items) == 1
+
+
+def test_items_arrive_unordered_and_duplicated_identically(judge_env: StandInServer) -> None:
+    _script(judge_env, {"이거 무슨 게임?": "<score>1/4</score>", "어떻게 깨요?": "<score>3/4</score>"})
+    items = _items("original", ORIGINAL[:2])
+    assert metrics.aggregate_score(list(reversed(items)) + [items[0]]) == pytest.approx(0.5)
+
+
+def test_bad_items_are_named() -> None:
+    good = _items("original", ORIGINAL[:1])[0]
+    with pytest.raises(metrics.ItemError, match="question_idx='1'.*lacks field"):
+        metrics.scored_task([{k: v for k, v in good.items() if k != "response"}])
+    with pytest.raises(metrics.ItemError, match="two different results"):
+        metrics.scored_task([good, dict(good, response="다른 답")])
+    with pytest.raises(metrics.ItemError, match="two tasks"):
+        metrics.scored_task([good, dict(good, task="haerae_vision_explicit", question_idx="2")])
+    with pytest.raises(metrics.ItemError, match="no items"):
+        metrics.scored_task([])
+
+
+def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
+    _script(
+        judge_env,
+        {
+            "이거 무슨 게임?": "<score>1/2</score>",
+            "어떻게 깨요?": "<score>2/2</score>",
+            "이거 왜 이래요?": "<score>0/2</score>",
+            "이 현상 뭐임?": "없음",
+            "첫 화면의 게임 제목은?": "<score>2/2</score>",
+            "퍼즐 방 해법을 단계별로?": "<score>5/4</score>",  # K5: not clipped
+            "물이 끓는 온도가 낮은 이유는?": "<score>0.5</score>",
+            "사진 속 현상의 이름은?": "<score>1/2</score>",
+        },
+    )
+    original = metrics.aggregate_paired_scores(_items("original", ORIGINAL))
+    explicit = metrics.aggregate_paired_scores(_items("explicit", list(reversed(EXPLICIT))))
+    assert isinstance(original, str) and "4 items" in original
+    expected_gap = ((1.0 - 0.5) + (1.25 - 1.0) + (0.5 - 0.0) + (0.5 - 0.0)) / 4
+    assert metrics.group_underspec_gap([explicit, original], [4, 4], False) == pytest.approx(expected_gap)
+    assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(expected_gap)
+    # carried through pickling (lmms-eval may copy results) with its scores
+    assert pickle.loads(pickle.dumps(original)).scores == original.scores
+
+
+def test_gap_uses_only_shared_items_and_needs_both_variants() -> None:
+    original = metrics.PairedScores("original", {"1": 0.5, "2": 1.0, "3": 0.0})
+    explicit = metrics.PairedScores("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
+    assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
+    with pytest.raises(ValueError, match="missing \\['explicit'\\]"):
+        metrics.paired_gap([original])
+    with pytest.raises(ValueError, match="share no question_idx"):
+        metrics.paired_gap([metrics.PairedScores("original", {"1": 0.0}), metrics.PairedScores("explicit", {"2": 0.0})])
+    with pytest.raises(TypeError):
+        metrics.paired_gap([0.5, 0.7])
+    # the group callable runs after the whole run: it reports None instead of discarding the results
+    assert metrics.group_underspec_gap([original], [3], False) is None
+    assert metrics.group_underspec_gap([0.5, 0.7], [3, 3], False) is None
+
+
+def test_group_sum() -> None:
+    assert metrics.group_sum([2, 1], [5, 5], False) == 3
+
+
+def test_bad_judge_setting_stops_process_docs_before_inference(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from lmms_tasks import tasks_path
+
+    spec = importlib.util.spec_from_file_location("utils", Path(tasks_path()) / "haerae_vision" / "utils.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_CONCURRENCY", "많이")
+    monkeypatch.setenv("HAERAE_VISION_DATA", "/nonexistent")  # never reached
+    with pytest.raises(judge.JudgeConfigError, match="LMMS_TASKS_JUDGE_CONCURRENCY"):
+        hooks.process_docs_original(None)

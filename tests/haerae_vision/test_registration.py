@@ -1,0 +1,56 @@
+"""lmms-eval finds our two tasks and the group through --include_path, with no built-in name collision,
+and each task's YAML resolves to the settings the official pipeline uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import lmms_eval
+from lmms_tasks.utils.taskconfig import task_config
+
+from lmms_tasks import tasks_path
+
+NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision")
+COMMON_METRICS = ["haerae_vision_score", "judge_failures", "category_scores", "judge_info", "underspec_gap"]
+
+
+def test_task_manager_indexes_tasks_and_group() -> None:
+    from lmms_eval.tasks import TaskManager
+
+    manager = TaskManager("ERROR", include_path=tasks_path(), include_defaults=False)
+    assert {"haerae_vision_original", "haerae_vision_explicit"} <= set(manager.all_tasks)
+    assert "haerae_vision" in manager.all_groups
+
+
+def test_no_builtin_task_group_or_tag_uses_our_names() -> None:
+    builtin = Path(lmms_eval.__file__).parent / "tasks"
+    pattern = re.compile(r"""^\s*(task|group|tag)\s*:\s*['"]?(""" + "|".join(NAMES) + r""")['"]?\s*$""", re.MULTILINE)
+    clashes = [str(p) for p in builtin.rglob("*.yaml") if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert clashes == []
+
+
+def test_task_settings_follow_the_official_pipeline() -> None:
+    for variant in ("original", "explicit"):
+        config = task_config(f"haerae_vision_{variant}")
+        assert config["generation_kwargs"] == {"max_new_tokens": 512, "temperature": 0.2, "top_p": 0.95, "do_sample": True, "until": []}
+        assert config["reasoning_tags"] == "none"
+        assert config["process_docs"] == f"!function utils.process_docs_{variant}"
+        metrics = [entry["metric"] for entry in config["metric_list"]]
+        assert sorted(metrics) == sorted(COMMON_METRICS + [f"score_{variant}"])
+
+
+def test_group_metric_names_are_substrings_of_no_other_metric() -> None:
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        """Keeps `!function` tags as plain strings."""
+
+    _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    group_yaml = yaml.load((Path(tasks_path()) / "haerae_vision" / "haerae_vision.yaml").read_text(encoding="utf-8"), Loader=_Loader)
+    assert group_yaml["task"] == ["haerae_vision_original", "haerae_vision_explicit"]
+    group_metrics = [entry["metric"] for entry in group_yaml["aggregate_metric_list"]]
+    assert group_metrics == ["score_original", "score_explicit", "underspec_gap", "judge_failures"]
+    task_metrics = COMMON_METRICS + ["score_original", "score_explicit"]
+    for name in group_metrics:
+        assert [m for m in task_metrics if name in m] == [name]
