@@ -139,13 +139,18 @@ def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
             doc["images"] = [str(p) for p in image_paths]
             gt = record.get("gt_answer")
             if kind == "cnt":
-                doc["gt"] = None if gt is None else int(gt)
-                doc["image_len"] = int(lengths.get(record.get("q_id"), DEFAULT_IMAGE_LEN))
+                try:
+                    doc["gt"] = None if gt is None else int(gt)
+                    doc["image_len"] = int(lengths.get(record.get("q_id"), DEFAULT_IMAGE_LEN))
+                except (TypeError, ValueError) as exc:
+                    raise DataError(f"{name} in {path}: counting gt_answer / image_seq_len must be integers ({exc})") from exc
             else:
                 doc["gt"] = "" if gt is None else str(gt)
         docs.append(doc)
     if skipped:
-        logger.warning(f"vlm2_bench {subtask}: skipped {len(skipped)} record(s) with fewer than 2 images, as the official scripts do: {skipped[:10]}")
+        logger.warning(
+            f"vlm2_bench {subtask}: skipped {len(skipped)} record(s) with fewer than 2 images, as the official scripts do: {skipped[:10]}"
+        )
     if not docs:
         raise DataError(f"vlm2_bench {subtask}: no usable records in {path}")
     return docs

@@ -14,16 +14,16 @@ substring of another (lmms-eval matches group metrics by substring).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import datasets
-
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
-    cpr_pair_counts,
     count_stats,
+    cpr_pair_counts,
     gc_pair_counts,
     grp_accuracy,
     vid_stats,
@@ -69,7 +69,18 @@ def doc_to_target(doc: Item) -> str:
 # -- per-document results -------------------------------------------------------------------------------
 
 _METRICS: dict[str, tuple[str, ...]] = {
-    "tf_gc": (SCORE, IMG8_SCORE, GAP, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs", "gc_exact_pair_acc", "gc_exact_pos_acc", "gc_exact_neg_acc"),
+    "tf_gc": (
+        SCORE,
+        IMG8_SCORE,
+        GAP,
+        "tf_pair_acc",
+        "tf_pos_acc",
+        "tf_neg_acc",
+        "tf_n_pairs",
+        "gc_exact_pair_acc",
+        "gc_exact_pos_acc",
+        "gc_exact_neg_acc",
+    ),
     "tf_cpr": (SCORE, IMG8_SCORE, GAP, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs"),
     "cnt": (SCORE, IMG8_SCORE, GAP, "cnt_norm_score", "cnt_strict_score", "cnt_acc", "cnt_n_valid", "cnt_n_unparsed", "cnt_n_out_of_range"),
     "grp": (SCORE, IMG8_SCORE, GAP, "grp_acc", "grp_n"),
@@ -230,7 +241,7 @@ def judge_vid(items: Sequence[Item], args: Any = None):
         prompt_sha256=judge_prompt_sha256(),
     )
     scored = []
-    for request_key, outcome in batch.outcomes.items():
+    for outcome in batch.outcomes.values():
         if outcome.error is not None:
             continue  # transport failure after retries: dropped and counted as vid_judge_failed
         scored.append((outcome.meta.get("type") or "AB", outcome.parsed))

@@ -8,13 +8,13 @@ paths only when a request is built, one document at a time.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from PIL import Image
+from collections.abc import Mapping
+from typing import Any
 
 from lmms_tasks.utils.data import DataError
 from lmms_tasks.utils.prompts import prompt
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
+from PIL import Image
 
 USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
 
@@ -30,8 +30,9 @@ def user_text(doc: Doc) -> str:
 
 def load_image(path: str, doc: Doc) -> Image.Image:
     try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
+        image = Image.open(path)
+        image.load()  # decode now and release the file handle
+        return image if image.mode == "RGB" else image.convert("RGB")
     except (OSError, ValueError) as exc:
         raise DataError(f"vlm2_bench {doc.get('subtask')} record {doc.get('q_id')!r}: cannot read image {path} ({exc})") from exc
 

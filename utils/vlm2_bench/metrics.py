@@ -8,8 +8,9 @@ one", and groups by id, never by position. All scores are on the 0-100 scale.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from lmms_tasks.utils.vlm2_bench.parsers import grp_correct, parse_count, parse_tf
 

@@ -18,9 +18,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-
 from lmms_tasks.utils.data import DataError
+from PIL import Image
 
 FPS = 1.0
 MAX_PIXELS = 360 * 420
@@ -54,7 +53,9 @@ def frame_count(total_frames: int, video_fps: float, fps: float = FPS) -> int:
     n = min(min(max(n, min_frames), max_frames), total_frames)
     n = _floor_by(n, FRAME_FACTOR)
     if not FRAME_FACTOR <= n <= total_frames:
-        raise ValueError(f"cannot sample frames: {n} not in [{FRAME_FACTOR}, {total_frames}] (video of {total_frames} frames at {video_fps} fps)")
+        raise ValueError(
+            f"cannot sample frames: {n} not in [{FRAME_FACTOR}, {total_frames}] (video of {total_frames} frames at {video_fps} fps)"
+        )
     return n
 
 
@@ -62,7 +63,9 @@ def frame_indices(total_frames: int, n: int) -> list[int]:
     return [int(i) for i in np.linspace(0, total_frames - 1, n).round()]
 
 
-def smart_resize(height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = VIDEO_MIN_PIXELS, max_pixels: float = MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = VIDEO_MIN_PIXELS, max_pixels: float = MAX_PIXELS
+) -> tuple[int, int]:
     """(height, width), both multiples of `factor`, pixel count within [min_pixels, max_pixels]."""
     if max(height, width) / min(height, width) > MAX_RATIO:
         raise ValueError(f"aspect ratio above {MAX_RATIO}: {width}x{height}")
@@ -92,6 +95,7 @@ def sample_frames(path: str | Path, fps: float = FPS, max_pixels: float = MAX_PI
     try:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
+            stream.thread_type = "AUTO"  # frame/slice threads in FFmpeg (outside the GIL); same frames
             video_fps = float(stream.average_rate or stream.guessed_rate or 0)
             total = int(stream.frames or 0)
             if total <= 0:  # container without a frame count: count by decoding once
