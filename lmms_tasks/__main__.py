@@ -1,4 +1,4 @@
-"""`python -m lmms_tasks <command>`: path | score | export-upstream | demo."""
+"""`python -m lmms_tasks <command>`: path | score | export-upstream | media-stats | demo."""
 
 from __future__ import annotations
 
@@ -31,11 +31,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(args.rest)
 
 
+def _cmd_media_stats(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.media_stats import main as stats_main
+
+    return stats_main(args.rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     commands = {
         "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
         "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
         "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
+        "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
         "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
     }
     parser = argparse.ArgumentParser(

@@ -1,0 +1,81 @@
+"""`python -m lmms_tasks media-stats [TASK_OR_GROUP ...]`: how many images each request carries.
+
+vLLM refuses a request with more images than `limit_mm_per_prompt` allows, so the right value is the
+maximum over the data actually evaluated. This builds every request exactly as lmms-eval's chat backends
+do (through the task's own `doc_to_messages`, video frames included), one document at a time, on the data
+the tasks would load (the `*_DATA` variables or the pinned Hugging Face sources), and prints per task the
+document count and the minimum / mean / maximum number of image parts, plus the `limit_mm_per_prompt`
+value to use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from lmms_tasks import tasks_path
+
+
+@dataclass
+class MediaStats:
+    task: str
+    docs: int
+    min_images: int
+    mean_images: float
+    max_images: int
+
+
+def count_images(messages: Iterable[dict[str, Any]]) -> int:
+    """Image parts in lmms-eval chat messages (a video part would be counted as 1; ours are frame lists)."""
+    return sum(1 for message in messages for part in (message.get("content") or []) if isinstance(part, dict) and part.get("type") in ("image", "video"))
+
+
+def _leaf_tasks(task_dict: dict) -> dict[str, Any]:
+    from lmms_eval.api.task import Task
+
+    leaves: dict[str, Any] = {}
+    for key, value in task_dict.items():
+        if isinstance(value, Task):
+            leaves[getattr(key, "group_name", key)] = value
+        elif isinstance(value, dict):
+            leaves.update(_leaf_tasks(value))
+    return leaves
+
+
+def media_stats(names: list[str], limit: int | None = None) -> list[MediaStats]:
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
+    tasks = _leaf_tasks(get_task_dict(names, manager, "chat"))
+    stats: list[MediaStats] = []
+    for name in sorted(tasks):
+        task = tasks[name]
+        docs = task.test_docs() if task.has_test_docs() else task.validation_docs()
+        counts = []
+        for index, doc in enumerate(docs):
+            if limit is not None and index >= limit:
+                break
+            counts.append(count_images(task.doc_to_messages(doc)))
+        if counts:
+            stats.append(MediaStats(name, len(counts), min(counts), round(sum(counts) / len(counts), 2), max(counts)))
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lmms_tasks media-stats", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tasks", nargs="*", default=["vlm2_bench", "humaneval_v_v2c", "haerae_vision"], help="task or group names")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N documents of each task")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    stats = media_stats(args.tasks, args.limit)
+    if args.json:
+        print(json.dumps([asdict(s) for s in stats], indent=2))
+        return 0
+    print(f"{'task':<28} {'docs':>6} {'min':>4} {'mean':>6} {'max':>4}")
+    for s in stats:
+        print(f"{s.task:<28} {s.docs:>6} {s.min_images:>4} {s.mean_images:>6} {s.max_images:>4}")
+    overall = max((s.max_images for s in stats), default=0)
+    print(f"\nvLLM: --model_args ...,limit_mm_per_prompt='{{\"image\":{overall}}}'")
+    return 0
