@@ -10,15 +10,18 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.haerae_vision import data, metrics, prompting
+from lmms_tasks.utils.runtime_checks import warn_about_model_args
 
 
 def process_docs_original(dataset: datasets.Dataset) -> datasets.Dataset:
     metrics.judge_config("haerae_vision_original")  # a bad judge setting fails here, before inference
+    warn_about_model_args("haerae_vision_original")
     return data.load_docs("original")
 
 
 def process_docs_explicit(dataset: datasets.Dataset) -> datasets.Dataset:
     metrics.judge_config("haerae_vision_explicit")
+    warn_about_model_args("haerae_vision_explicit")
     return data.load_docs("explicit")
 
 

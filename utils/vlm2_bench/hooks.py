@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import datasets
+from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
@@ -47,6 +48,7 @@ JUDGE_DEFAULTS = {"max_tokens": 300}
 
 def process_docs(subtask: str, dataset: datasets.Dataset | None = None) -> datasets.Dataset:
     """Replace the one-line manifest lmms-eval loaded with the subtask's real documents."""
+    warn_about_model_args(f"vlm2_bench_{subtask}")
     return datasets.Dataset.from_list(load_docs(subtask))
 
 

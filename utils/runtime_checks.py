@@ -1,0 +1,62 @@
+"""Warnings about model arguments that would silently change a benchmark's numbers.
+
+lmms-eval's vLLM backend generates up to `max(task max_new_tokens, model_args max_new_tokens)` tokens,
+and its default is 4096, so every benchmark's official generation limit (512 or 2048 here) is lifted unless
+the user passes a lower `max_new_tokens`. vLLM also rejects requests with more images than
+`limit_mm_per_prompt` allows. Neither is visible to a task's hooks, so the task's `process_docs` (which
+runs when the task loads, before any inference) reads the command line and says so, loudly, once.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+
+from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.taskconfig import task_config
+
+VLLM_MODELS = ("vllm", "vllm_chat")
+VLLM_DEFAULT_MAX_NEW_TOKENS = 4096
+
+
+def _option(argv: Sequence[str], name: str) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg == name and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def model_args_warnings(task: str, argv: Sequence[str] | None = None, uses_images: bool = True) -> list[str]:
+    """What is wrong with the launching command line for `task` (empty when nothing is, or no CLI)."""
+    argv = list(sys.argv if argv is None else argv)
+    if _option(argv, "--model") not in VLLM_MODELS:
+        return []
+    from lmms_eval.utils import simple_parse_args_string
+
+    model_args = simple_parse_args_string(_option(argv, "--model_args") or "")
+    warnings: list[str] = []
+    official = (task_config(task).get("generation_kwargs") or {}).get("max_new_tokens")
+    floor = int(model_args.get("max_new_tokens", VLLM_DEFAULT_MAX_NEW_TOKENS))
+    if official is not None and floor > int(official):
+        warnings.append(
+            f"{task}: lmms-eval's vllm backend will generate up to max({official}, max_new_tokens={floor}) = {floor} tokens, "
+            f"but the benchmark's limit is {official}; pass max_new_tokens=1 in --model_args so each task's own limit applies"
+        )
+    if uses_images and "limit_mm_per_prompt" not in model_args:
+        warnings.append(
+            f"{task}: no limit_mm_per_prompt in --model_args; vLLM rejects requests with more images than it allows. "
+            f"`python -m lmms_tasks media-stats {task}` prints the value this data needs"
+        )
+    return warnings
+
+
+@functools.cache
+def warn_about_model_args(task: str, uses_images: bool = True) -> tuple[str, ...]:
+    """Log `model_args_warnings` once per task and process; returns them (for tests)."""
+    warnings = tuple(model_args_warnings(task, uses_images=uses_images))
+    for warning in warnings:
+        logger.warning(warning)
+    return warnings
