@@ -47,9 +47,7 @@ class DiskCache:
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False, default=str)
-                fh.flush()
-                os.fsync(fh.fileno())
+                json.dump(entry, fh, ensure_ascii=False, default=str)  # no fsync: rename atomicity covers killed runs
             os.replace(tmp, target)
         except BaseException:
             try:

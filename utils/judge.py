@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from lmms_tasks.utils.logging import logger
 ENV_PREFIX = "LMMS_TASKS_JUDGE_"
 DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # explicit: the client would otherwise follow OPENAI_BASE_URL
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
 
@@ -110,7 +111,8 @@ class JudgeConfig:
             if key in _SECRET_YAML_KEYS:
                 raise JudgeConfigError(f"{where}: do not put secrets in a task YAML; use api_key_env or {ENV_PREFIX}API_KEY")
             if key == "api_key_env":
-                values["api_key"] = env.get(str(value)) or values.get("api_key")
+                if env.get(str(value)):
+                    values["api_key"] = env[str(value)]
             elif key == "params":
                 if not isinstance(value, Mapping):
                     raise JudgeConfigError(f"{where} must be a mapping of request parameters")
@@ -123,11 +125,16 @@ class JudgeConfig:
             else:
                 raise JudgeConfigError(f"{where} is not a judge setting (known: {sorted([*_FIELDS, 'api_key_env', 'params'])})")
         with _override_lock:
-            overrides = dict(_overrides)
-        params.update(overrides.pop("params", {}) or {})
-        values.update(overrides)
-        if "api_key" not in values:
+            forced = dict(_overrides)
+        params.update(forced.pop("params", {}) or {})
+        values.update(forced)
+        if values.get("api_version") and not values.get("base_url"):
+            values["base_url"] = env.get("AZURE_OPENAI_ENDPOINT")
+        if not values.get("api_key"):
             values["api_key"] = env.get("AZURE_OPENAI_API_KEY") if _is_azure(values) else env.get("OPENAI_API_KEY")
+        if not values.get("api_key") and values.get("base_url") and not _is_azure(values):
+            host = urlparse(values["base_url"]).hostname or ""
+            values["api_key"] = None if host.endswith("openai.com") else "EMPTY"  # local servers (vLLM, SGLang) need none
         config = cls(**values, params=params)
         if config.concurrency < 1 or config.max_retries < 0 or config.timeout <= 0:
             raise JudgeConfigError(f"judge concurrency must be >= 1, max_retries >= 0 and timeout > 0 (got {config})")
@@ -260,7 +267,8 @@ def get_client(config: JudgeConfig) -> Any:
                 azure_endpoint=config.base_url, api_version=config.api_version or DEFAULT_AZURE_API_VERSION, **common
             )
         else:
-            client = openai.OpenAI(base_url=config.base_url, **common)
+            client = openai.OpenAI(base_url=config.base_url or DEFAULT_BASE_URL, **common)
+        _ = client.chat.completions  # load the lazily imported resources now, not in the first wave of requests
         _clients[key] = client
         return client
 
@@ -272,7 +280,6 @@ def request_payload(config: JudgeConfig, request: JudgeRequest) -> dict[str, Any
     if config.is_reasoning_model:
         if "max_tokens" in params:
             params.setdefault("max_completion_tokens", params.pop("max_tokens"))
-            params.pop("max_tokens", None)
         params.pop("temperature", None)
     return {"model": config.model, "messages": request.messages, **params}
 
@@ -302,8 +309,11 @@ def _retry_after(exc: Exception) -> float | None:
     try:
         return float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        pass
+    try:  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _classify(exc: Exception) -> tuple[bool, str]:
@@ -410,7 +420,10 @@ def _callable_name(fn: Callable[..., Any]) -> str:
 def records_dir(config: JudgeConfig, output_dir: str | os.PathLike[str] | None) -> Path:
     """`<output_dir>/judgements`, or the cache directory's sibling `runs/judgements` without an output dir."""
     if output_dir:
-        return Path(output_dir).expanduser() / "judgements"
+        path = Path(output_dir).expanduser()
+        if path.suffix in (".json", ".jsonl"):  # lmms-eval also accepts a results *file* as --output_path
+            path = path.parent
+        return path / "judgements"
     return Path(config.cache_dir).expanduser().parent / "runs" / "judgements"
 
 
@@ -450,6 +463,8 @@ def judge_batch(
     cache_keys: dict[str, str] = {}
     parse_errors: dict[str, str] = {}
     pending: list[str] = []
+    followers: dict[str, list[str]] = {}  # identical requests in one batch: one call, shared reply
+    leaders: dict[str, str] = {}
     for request in requests:
         key = str(request.key)
         outcome = JudgeOutcome(key=key, meta=dict(request.meta))
@@ -460,7 +475,10 @@ def judge_batch(
             outcome.content, outcome.cached = hit["content"], True
             outcome.usage = dict(hit.get("usage") or {})
             outcome.finish_reason = hit.get("finish_reason")
+        elif cache_keys[key] in leaders:
+            followers.setdefault(leaders[cache_keys[key]], []).append(key)
         else:
+            leaders[cache_keys[key]] = key
             pending.append(key)
 
     def run_one(key: str) -> None:
@@ -480,11 +498,18 @@ def judge_batch(
         _log_usage(config, task, reply["usage"])
 
     if pending:
+        with contextlib.suppress(Exception):  # build the client before the pool; a failure is reported per request
+            get_client(config)
         logger.info(
             f"judge {task}: {len(pending)} request(s) to {config.model} at {config.endpoint_host} "
             f"({len(requests) - len(pending)} cached), concurrency {config.concurrency}"
         )
         _run_pool(config, task, pending, run_one)
+    for leader, keys in followers.items():
+        for key in keys:
+            source, outcome = outcomes[leader], outcomes[key]
+            outcome.content, outcome.error, outcome.attempts = source.content, source.error, source.attempts
+            outcome.finish_reason, outcome.cached = source.finish_reason, source.error is None
 
     for key, outcome in outcomes.items():
         if outcome.content is not None:
@@ -507,15 +532,33 @@ def judge_batch(
 
 
 def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Callable[[str], None]) -> None:
+    """Run every pending request on `concurrency` threads; workers tick the progress bar themselves, so
+    the calling thread sleeps until the end instead of waking once per reply (which costs CPU at 128)."""
     from tqdm.auto import tqdm
 
     workers = max(1, min(config.concurrency, len(pending)))
     bar = tqdm(total=len(pending), desc=f"judge {task}", unit="req", file=sys.stderr, disable=not config.progress, mininterval=0.5)
-    with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-        futures = [pool.submit(run_one, key) for key in pending]
-        for future in as_completed(futures):
-            future.result()  # run_one catches judge-side errors; anything else is a bug worth surfacing
-            bar.update(1)
+    bar_lock = threading.Lock()
+
+    def work(key: str) -> None:
+        try:
+            run_one(key)
+        finally:
+            with bar_lock:
+                bar.update(1)
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+    try:
+        with bar:
+            futures = [pool.submit(work, key) for key in pending]
+            wait(futures)
+            for future in futures:
+                future.result()  # run_one turns every error into outcome.error; anything else is a bug
+    except BaseException:
+        # Ctrl-C / SIGTERM: stop at once; finished replies are already in the cache, the rest re-run next time.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome], prompt_sha256: str | None, wall: float) -> dict[str, Any]:

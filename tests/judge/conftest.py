@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -27,7 +26,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def server() -> Iterator[StandInServer]:
-    with StandInServer(default_reply=lambda r: f"<score>1/2</score> for {r.text[-12:]}", hang_seconds=5.0) as s:
+    with StandInServer(default_reply=lambda r: f"<score>1/2</score> for {r.text[-12:]}", hang_seconds=10.0) as s:
         yield s
 
 
@@ -39,7 +38,7 @@ def fast_config(server: StandInServer, tmp_path: Path) -> judge.JudgeConfig:
         base_url=server.base_url,
         api_key="EMPTY",
         concurrency=8,
-        timeout=1.0,
+        timeout=2.5,  # generous for a loaded CI box; the hang fault outlasts it (hang_seconds=10)
         max_retries=3,
         backoff=0.01,
         backoff_max=1.0,
@@ -48,3 +47,131 @@ def fast_config(server: StandInServer, tmp_path: Path) -> judge.JudgeConfig:
         params={"max_tokens": 64},
     )
 
+
+
+MINI_TASK = "lmmstasks_mini_judged"
+
+MINI_YAML = """\
+task: {task}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {docs}
+test_split: test
+output_type: generate_until
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: !function utils.doc_to_text
+doc_to_target: answer
+process_results: !function utils.process_results
+generation_kwargs:
+  max_new_tokens: 32
+  until: []
+metric_list:
+  - metric: judge_score
+    aggregation: !function utils.aggregate_score
+    higher_is_better: true
+  - metric: judge_failures
+    aggregation: !function utils.aggregate_failures
+    higher_is_better: false
+  - metric: judge_info
+    aggregation: !function utils.aggregate_judge_info
+    higher_is_better: true
+  - metric: response_words
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 0.1
+"""
+
+MINI_UTILS = '''\
+"""A minimal judged task: the judge scores each response K/N; failures and unparseable replies score 0."""
+
+import re
+
+from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
+
+TASK = "{task}"
+PROMPT = "JUDGE THIS. Question: {{q}} Response: {{r}}"
+
+
+def doc_to_visual(doc):
+    return []
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return doc["question"]
+
+
+def process_results(doc, results):
+    value = {{"task": TASK, "doc_id": doc["id"], "question": doc["question"], "response": results[0]}}
+    return {{"judge_score": value, "judge_failures": value, "judge_info": value, "response_words": len(results[0].split())}}
+
+
+def parse(content):
+    found = re.findall(r"<score>(\\d+)/(\\d+)</score>", content)
+    return int(found[0][0]) / int(found[0][1]) if len(found) == 1 else None
+
+
+def _batch(items, args):
+    config = JudgeConfig.resolve(task=TASK, default_model="gpt-5-mini", defaults={{"max_tokens": 40}})
+    requests = [
+        JudgeRequest(key=str(it["doc_id"]), messages=[{{"role": "user", "content": PROMPT.format(q=it["question"], r=it["response"])}}],
+                     meta={{"doc_id": it["doc_id"]}})
+        for it in items
+    ]
+    return judge_batch(TASK, requests, parse, config=config, output_dir=getattr(args, "output_path", None), prompt_sha256="0" * 64)
+
+
+def aggregate_score(items, args=None):
+    batch = _batch(items, args)
+    return sum(batch.outcomes[str(it["doc_id"])].parsed or 0.0 for it in items) / len(items)
+
+
+def aggregate_failures(items, args=None):
+    return _batch(items, args).n_failed
+
+
+def aggregate_judge_info(items, args=None):
+    return judge_summary_metric(_batch(items, args))
+'''
+
+
+def write_mini_task(root: Path, questions: list[str]) -> Path:
+    """A judged task in an include root of its own: YAML + thin utils.py calling judge_batch in aggregation."""
+    import json
+
+    folder = root / MINI_TASK
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = folder / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": i, "question": q, "answer": "-"}) + "\n" for i, q in enumerate(questions)), encoding="utf-8")
+    (folder / f"{MINI_TASK}.yaml").write_text(MINI_YAML.format(task=MINI_TASK, docs=docs), encoding="utf-8")
+    (folder / "utils.py").write_text(MINI_UTILS.format(task=MINI_TASK), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def mini_task_root(tmp_path: Path) -> Path:
+    return write_mini_task(tmp_path / "include_root", ["question zero", "question one", "question two", "question three"])
+
+
+@pytest.fixture
+def mini_task() -> str:
+    return MINI_TASK
+
+
+JUDGE_REPLIES = {"question zero": "<score>2/2</score>", "question one": "Met 1 of 2. <score>1/2</score>", "question two": "no score tag"}
+
+
+def script_mini_judge(server: StandInServer, judge_models: tuple[str, ...] = ("stand-in-judge", "other-judge")) -> None:
+    """Judge replies keyed on the question inside the judge prompt; 'question three' always gets HTTP 500."""
+    for question, reply in JUDGE_REPLIES.items():
+        server.script(lambda r, q=question: r.model in judge_models and f"Question: {q} " in r.text, reply)
+    server.fault(lambda r: r.model in judge_models and "Question: question three " in r.text, "500", times=None)
+    server.script(lambda r: r.model not in judge_models, lambda r: "answer to " + r.text[-20:])
+
+
+@pytest.fixture
+def mini_server() -> Iterator[StandInServer]:
+    with StandInServer(default_reply="unscripted") as s:
+        script_mini_judge(s)
+        yield s

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 from collections import Counter
 from pathlib import Path
 
-import httpx2
 import openai
 import pytest
-
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
+HTTP = judge._http_module()  # the httpx-compatible package the installed openai client is built on
 
 def user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
@@ -73,7 +73,7 @@ def test_faults_are_retried_counted_and_nothing_is_lost(server: StandInServer, f
 
     # Retry-After honoured: the retries of the rate-limited item came at least 0.3 s apart.
     stamps = [r.received_at for r in server.requests if r.text == "item rate-limited twice"]
-    assert all(b - a >= 0.3 for a, b in zip(stamps, stamps[1:])), stamps
+    assert all(b - a >= 0.3 for a, b in itertools.pairwise(stamps)), stamps
 
     records = [json.loads(line) for line in (tmp_path / "out" / "judgements" / "fault_task.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in records) == sorted(str(i) for i in range(len(texts)))
@@ -106,8 +106,8 @@ ERROR_CASES = [
 
 @pytest.mark.parametrize(("status", "retryable"), ERROR_CASES)
 def test_status_classification(status: int, retryable: bool) -> None:
-    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    response = httpx2.Response(status, request=request, json={"error": {"message": "x"}})
+    request = HTTP.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    response = HTTP.Response(status, request=request, json={"error": {"message": "x"}})
     exc = openai.APIStatusError("x", response=response, body=None)
     assert judge._classify(exc)[0] is retryable
 
@@ -122,18 +122,24 @@ def test_non_retryable_error_fails_at_once(server: StandInServer, fast_config: J
 
 @pytest.mark.parametrize(
     ("headers", "lower", "upper"),
-    [({"retry-after-ms": "1500"}, 1.5, 1.65), ({"retry-after": "2"}, 2.0, 2.2), ({"retry-after": "900"}, 5.0, 5.5)],
+    [
+        ({"retry-after-ms": "1500"}, 1.5, 1.65),
+        ({"retry-after": "2"}, 2.0, 2.2),
+        ({"retry-after": "900"}, 5.0, 5.5),  # capped by backoff_max
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0, 0.0),  # a date in the past: retry now
+        ({"retry-after": "soon"}, 0.5, 1.0),  # unreadable: exponential backoff (attempt 1, backoff 1 s)
+    ],
 )
-def test_retry_after_headers_set_the_wait(headers: dict, lower: float, upper: float, fast_config: JudgeConfig) -> None:
-    config = dataclasses.replace(fast_config, backoff_max=5.0)
-    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    exc = openai.RateLimitError("x", response=httpx2.Response(429, request=request, headers=headers), body=None)
+def test_retry_after_headers_set_the_wait(headers: dict, lower: float, upper: float) -> None:
+    config = JudgeConfig(model="m", backoff=1.0, backoff_max=5.0)
+    request = HTTP.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    exc = openai.RateLimitError("x", response=HTTP.Response(429, request=request, headers=headers), body=None)
     assert lower <= judge._backoff(config, 1, exc) <= upper
 
 
-def test_exponential_backoff_grows_and_is_capped(fast_config: JudgeConfig) -> None:
-    config = dataclasses.replace(fast_config, backoff=1.0, backoff_max=4.0)
-    exc = openai.APITimeoutError(request=httpx2.Request("POST", "http://x"))
+def test_exponential_backoff_grows_and_is_capped() -> None:
+    config = JudgeConfig(model="m", backoff=1.0, backoff_max=4.0)
+    exc = openai.APITimeoutError(request=HTTP.Request("POST", "http://x"))
     waits = {attempt: [judge._backoff(config, attempt, exc) for _ in range(50)] for attempt in (1, 2, 3, 6)}
     assert all(0.5 <= w <= 1.0 for w in waits[1]) and all(1.0 <= w <= 2.0 for w in waits[2])
     assert all(2.0 <= w <= 4.0 for w in waits[3]) and all(2.0 <= w <= 4.0 for w in waits[6])
@@ -148,9 +154,9 @@ def test_parser_exception_counts_as_unparsed(server: StandInServer, fast_config:
     assert batch.n_unparsed == 1 and batch.n_failed == 0 and batch.outcomes["0"].content
 
 
-def test_duplicate_keys_are_rejected_naming_the_key(fast_config: JudgeConfig) -> None:
+def test_duplicate_keys_are_rejected_naming_the_key() -> None:
     with pytest.raises(ValueError, match="'7'"):
-        judge_batch("t", [JudgeRequest("7", user("a")), JudgeRequest("7", user("b"))], parse_score, config=fast_config)
+        judge_batch("t", [JudgeRequest("7", user("a")), JudgeRequest("7", user("b"))], parse_score, config=JudgeConfig(model="m"))
 
 
 # -- cache, memo, records, usage --------------------------------------------------------------------------
@@ -340,3 +346,45 @@ def test_http_pool_is_sized_to_the_concurrency() -> None:
     client = judge.get_client(JudgeConfig(model="m", base_url="http://127.0.0.1:1/v1", api_key="k", concurrency=200))
     pool = client._client._transport._pool  # the connection pool of the underlying HTTP client
     assert pool._max_connections >= 200 and pool._max_keepalive_connections >= 200
+
+
+def test_identical_requests_in_one_batch_make_one_call(server: StandInServer, fast_config: JudgeConfig) -> None:
+    reqs = [JudgeRequest("a", user("same prompt")), JudgeRequest("b", user("same prompt")), JudgeRequest("c", user("other"))]
+    batch = judge_batch("t", reqs, parse_score, config=fast_config)
+    assert per_text(server) == Counter({"same prompt": 1, "other": 1})
+    assert batch.outcomes["a"].content == batch.outcomes["b"].content is not None
+    assert batch.summary["cache_hits"] == 1 and batch.n_failed == 0
+
+
+def test_results_file_as_output_path_puts_records_beside_it(tmp_path: Path) -> None:
+    config = JudgeConfig(model="m")
+    assert judge.records_dir(config, tmp_path / "out" / "results.json") == tmp_path / "out" / "judgements"
+    assert judge.records_dir(config, str(tmp_path / "out")) == tmp_path / "out" / "judgements"
+
+
+def test_judge_endpoint_ignores_the_model_under_tests_openai_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # e.g. set for the model under test
+    client = judge.get_client(JudgeConfig(model="gpt-4o", api_key="k"))
+    assert str(client.base_url).startswith("https://api.openai.com/v1")
+    config = JudgeConfig.resolve(env={"LMMS_TASKS_JUDGE_API_VERSION": "2024-10-21", "AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com"})
+    assert config.is_azure and config.endpoint_host == "r.openai.azure.com"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, None),  # OpenAI without a key: every request fails with a clear error, nothing crashes
+        ({"LMMS_TASKS_JUDGE_BASE_URL": "http://localhost:8000/v1"}, "EMPTY"),  # a local vLLM needs no key
+        ({"LMMS_TASKS_JUDGE_BASE_URL": "https://api.openai.com/v1"}, None),
+        ({"LMMS_TASKS_JUDGE_BASE_URL": "http://localhost:8000/v1", "OPENAI_API_KEY": "sk-o"}, "sk-o"),
+        ({"LMMS_TASKS_JUDGE_API_VERSION": "2024-10-21", "AZURE_OPENAI_API_KEY": "az", "OPENAI_API_KEY": "sk-o"}, "az"),
+    ],
+)
+def test_api_key_fallbacks(env: dict, expected: str | None) -> None:
+    assert JudgeConfig.resolve(env=env).api_key == expected
+
+
+def test_yaml_names_the_key_variable(include_root: Path) -> None:
+    _write_task(include_root, "keyed_task", {"api_key_env": "MY_JUDGE_KEY"})
+    assert JudgeConfig.resolve(task="keyed_task", env={"MY_JUDGE_KEY": "sk-mine", "OPENAI_API_KEY": "sk-o"}, root=str(include_root)).api_key == "sk-mine"
+    assert JudgeConfig.resolve(task="keyed_task", env={"OPENAI_API_KEY": "sk-o"}, root=str(include_root)).api_key == "sk-o"

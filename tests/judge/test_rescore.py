@@ -1,0 +1,139 @@
+"""`python -m lmms_tasks score`: re-score a saved samples file through the task's own aggregations."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lmms_tasks.utils import judge, rescore
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+# From the scripted judge replies (conftest.JUDGE_REPLIES): 2/2, 1/2, unparseable (0), HTTP 500 (failed, 0).
+EXPECTED_SCORE = (1.0 + 0.5 + 0.0 + 0.0) / 4
+QUESTIONS = ["question zero", "question one", "question two", "question three"]
+
+
+@pytest.fixture
+def judge_env(monkeypatch: pytest.MonkeyPatch, mini_server: StandInServer, tmp_path: Path) -> dict[str, str]:
+    env = {
+        "LMMS_TASKS_JUDGE_BASE_URL": mini_server.base_url,
+        "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+        "LMMS_TASKS_JUDGE_MODEL": "stand-in-judge",
+        "LMMS_TASKS_JUDGE_CACHE_DIR": str(tmp_path / "judge_cache"),
+        "LMMS_TASKS_JUDGE_MAX_RETRIES": "1",
+        "LMMS_TASKS_JUDGE_BACKOFF": "0.01",
+        "LMMS_TASKS_JUDGE_PROGRESS": "0",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def write_samples(directory: Path, task: str, name: str | None = None) -> Path:
+    """A samples file as lmms-eval writes it: one line per doc with every process_results key."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (name or f"20260101_000000_samples_{task}.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:
+        for doc_id in (2, 0, 3, 1):  # unordered, as ranks are strided
+            value = {"task": task, "doc_id": doc_id, "question": QUESTIONS[doc_id], "response": f"response {doc_id}"}
+            line = {"doc_id": doc_id, "target": "-", "filtered_resps": value["response"], "judge_score": value, "judge_failures": value, "judge_info": value, "response_words": doc_id}
+            fh.write(json.dumps(line) + "\n")
+    return path
+
+
+def judge_requests(server: StandInServer, model: str) -> list[str]:
+    return sorted(r.text.split("Question: ")[1].split(" Response")[0] for r in server.requests_for(model=model))
+
+
+def test_rescore_runs_the_task_aggregations_and_writes_results(
+    mini_task_root: Path, mini_task: str, mini_server: StandInServer, judge_env: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    samples = write_samples(tmp_path / "run", mini_task)
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == 0
+    out = capsys.readouterr().out
+    assert "judge_score" in out and "0.375" in out and "judge=stand-in-judge@127.0.0.1" in out
+
+    report = json.loads((samples.parent / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    assert report["task"] == mini_task and report["n_samples"] == 4 and report["errors"] == {}
+    assert report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
+    assert report["results"]["judge_failures,none"] == 1
+    assert report["results"]["response_words,none"] == pytest.approx((2 + 0 + 3 + 1) / 4)  # a registered aggregation
+    # three aggregations, one memoized batch: each question judged once (+1 retry of the failing one)
+    assert judge_requests(mini_server, "stand-in-judge") == sorted(QUESTIONS + ["question three"])
+    records = (samples.parent / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(records) == 4
+
+    # --judge-model re-judges everything with another judge, over the task's defaults and the environment
+    judge.clear_memo()
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root), "--judge-model", "other-judge", "--output-dir", str(tmp_path / "other")]) == 0
+    other = json.loads((tmp_path / "other" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    assert other["results"]["judge_info,none"].startswith("judge=other-judge@")
+    assert other["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
+    assert judge_requests(mini_server, "other-judge") == sorted(QUESTIONS + ["question three"])
+    assert (tmp_path / "other" / "judgements" / f"{mini_task}.summary.json").is_file()
+    assert os.environ["LMMS_TASKS_JUDGE_MODEL"] == "stand-in-judge"  # CLI overrides are undone afterwards
+
+
+def test_rescore_reports_bad_input_naming_the_culprit(
+    mini_task_root: Path, mini_task: str, judge_env: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    samples = write_samples(tmp_path / "run", mini_task)
+    lines = samples.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[1])
+    del broken["judge_failures"]
+    samples.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n", encoding="utf-8")
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == 1
+    captured = capsys.readouterr()
+    assert "judge_failures" in captured.err and "doc_id 0" in captured.err
+    report = json.loads((samples.parent / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    assert report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)  # the other metrics are kept
+
+    samples.write_text(lines[0] + "\n{not json\n", encoding="utf-8")
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == 2
+    assert f"{samples}:2: not JSON" in capsys.readouterr().err
+
+    unknown = write_samples(tmp_path / "run2", "no_such_task")
+    assert rescore.main([str(unknown), "--include-path", str(mini_task_root)]) == 2
+    assert "no task named 'no_such_task'" in capsys.readouterr().err
+
+    good = write_samples(tmp_path / "run3", mini_task)  # several files: a bad one does not stop the others
+    assert rescore.main([str(unknown), str(good), "--include-path", str(mini_task_root)]) == 2
+    assert (good.parent / f"{good.stem}.rescored.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "task_key", "expected"),
+    [
+        ("20260101_120000_samples_haerae_vision_original.jsonl", None, "haerae_vision_original"),
+        ("samples_vlm2_bench_pc_vid.jsonl", None, "vlm2_bench_pc_vid"),
+        ("renamed.jsonl", "humaneval_v_v2c", "humaneval_v_v2c"),
+    ],
+)
+def test_task_is_inferred_from_file_name_or_samples(name: str, task_key: str | None, expected: str) -> None:
+    assert rescore.infer_task(Path(name), [{"task": task_key}] if task_key else [{}]) == expected
+    assert rescore.infer_task(Path(name), [{"doc_id": 0, "score": {"task": task_key}}] if task_key else [{}]) == expected
+
+
+def test_task_inference_fails_clearly() -> None:
+    with pytest.raises(rescore.RescoreError, match="pass --task"):
+        rescore.infer_task(Path("renamed.jsonl"), [{"task": "a"}, {"task": "b"}])
+
+
+def test_score_command_is_wired(mini_task_root: Path, mini_task: str, mini_server: StandInServer, judge_env: dict, tmp_path: Path) -> None:
+    samples = write_samples(tmp_path / "run", mini_task, name="renamed.jsonl")
+    out = tmp_path / "scored"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_tasks", "score", str(samples), "--include-path", str(mini_task_root), "--output-dir", str(out)],
+        env={**os.environ, **judge_env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((out / "renamed.rescored.json").read_text(encoding="utf-8"))
+    assert report["task"] == mini_task and report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)

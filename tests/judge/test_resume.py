@@ -1,0 +1,106 @@
+"""A judging run killed part-way and restarted repeats only the requests that had not finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from lmms_tasks.utils import judge
+from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+N = 24
+
+SCRIPT = textwrap.dedent(
+    f"""
+    from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
+
+    config = JudgeConfig.resolve(task="resume_task", default_model="stand-in-judge")
+    requests = [JudgeRequest(key=str(i), messages=[{{"role": "user", "content": f"resume item {{i}}"}}]) for i in range({N})]
+    judge_batch("resume_task", requests, lambda text: text, config=config)
+    """
+)
+
+
+def _cached_texts(cache_dir: Path) -> set[str]:
+    texts = set()
+    for entry in cache_dir.glob("??/*.json"):
+        request = json.loads(entry.read_text(encoding="utf-8"))["request"]
+        texts.add(request["messages"][0]["content"])
+    return texts
+
+
+def test_killed_run_resumes_with_only_the_missing_requests(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "judge_run.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    all_texts = {f"resume item {i}" for i in range(N)}
+    with StandInServer(default_reply="ok", latency=0.2) as server:
+        env = {
+            **os.environ,
+            "LMMS_TASKS_JUDGE_BASE_URL": server.base_url,
+            "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+            "LMMS_TASKS_JUDGE_CONCURRENCY": "2",
+            "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
+            "LMMS_TASKS_JUDGE_PROGRESS": "0",
+        }
+        proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while sum(1 for r in server.requests if r.reply is not None) < 6:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "the judging subprocess never got going"
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+
+        done = _cached_texts(cache_dir)
+        first_run = [r.text for r in server.requests]
+        assert 1 <= len(done) < N and done <= set(first_run)
+        assert not list(cache_dir.glob("??/*.tmp"))  # killed mid-write or not, no partial entry is left behind
+
+        server.requests.clear()
+        config = JudgeConfig(model="stand-in-judge", base_url=server.base_url, api_key="EMPTY", concurrency=4, cache_dir=str(cache_dir), progress=False)
+        requests = [JudgeRequest(key=str(i), messages=[{"role": "user", "content": f"resume item {i}"}]) for i in range(N)]
+        judge.clear_memo()
+        batch = judge_batch("resume_task", requests, lambda text: text, config=config)
+
+        second_run = [r.text for r in server.requests]
+        assert sorted(second_run) == sorted(all_texts - done)  # each missing request exactly once, nothing else
+        assert batch.n_failed == 0 and batch.summary["cache_hits"] == len(done)
+        assert all(o.content == "ok" for o in batch.outcomes.values())
+
+
+def test_interrupt_stops_judging_at_once_and_keeps_finished_replies(tmp_path: Path) -> None:
+    """Ctrl-C while judging: queued requests are cancelled (not sent), finished replies stay cached."""
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "judge_run.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with StandInServer(default_reply="ok", latency=0.3) as server:
+        env = {
+            **os.environ,
+            "LMMS_TASKS_JUDGE_BASE_URL": server.base_url,
+            "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+            "LMMS_TASKS_JUDGE_CONCURRENCY": "2",
+            "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
+            "LMMS_TASKS_JUDGE_PROGRESS": "0",
+        }
+        proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while sum(1 for r in server.requests if r.reply is not None) < 4:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        seen_at_interrupt = len(server.requests)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode != 0 and b"KeyboardInterrupt" in stderr
+        assert len(server.requests) <= seen_at_interrupt + 2  # at most one more per worker, never the whole queue
+        assert len(server.requests) < N and 4 <= len(_cached_texts(cache_dir)) <= len(server.requests)
