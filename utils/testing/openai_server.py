@@ -242,6 +242,7 @@ class StandInServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
                 return
@@ -278,7 +279,10 @@ class StandInServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # many concurrent clients (judge benchmarks) must not be refused
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="stand-in-openai", daemon=True)
         self._thread.start()
