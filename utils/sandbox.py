@@ -3,27 +3,35 @@
 Benchmark-agnostic: a caller gives program texts and `Limits`, and gets one `ExecResult` per program.
 What one execution gets (see `sandbox_child.py` for the child side):
 
-- a fresh `python -I -B` interpreter in its own session and process group, killed as a whole (and any
-  member that left the group is found through /proc and killed) when the program ends or times out;
+- a fresh `python -I -B -S` interpreter (site-packages put on sys.path) in its own session and process
+  group, killed as a whole (and any member that left the group is found and killed) when the program ends
+  or times out; a guard process outside the program's confinement does the killing and reports;
 - a fresh temporary directory as cwd, HOME and TMPDIR, removed afterwards;
 - an environment reduced to an allow-list (no API keys, tokens or other secrets of the parent);
 - stdin closed (/dev/null), stdout/stderr captured and capped;
 - rlimits: CPU seconds, address space, file size, open files, no core files, and processes (counted per
-  uid, so only enforced when not root) plus a watchdog that kills the program once its session holds
-  more than `max_processes` processes (this is what contains a fork bomb when running as root);
+  uid, so only enforced when not root);
+- a per-program cgroup-v1 `pids` cgroup where one can be created (root with the controller mounted), which
+  stops a fork bomb at `max_processes`; elsewhere a watchdog kills the program once its session holds more
+  than `max_processes` processes, and processes that left the session are found by an environment marker;
 - Linux Landlock where the kernel has it (checked: 6.x here): no writes outside the temporary directory,
   no TCP bind/connect, no signals to processes outside the sandbox (so the program cannot kill its
-  parent); plus a Python-level socket guard everywhere (best effort where Landlock is missing).
+  parent); without Landlock TCP rules, a Python-level socket guard (best effort).
 
 Not enforced: reading files the user can read (secrets on disk stay readable), UDP/raw sockets below the
 Python level without Landlock, and, where Landlock is missing, writes anywhere the user may write and
 signals to the user's other processes. Run untrusted code on a machine or container you can lose.
+
+Speed: pools keep one pre-started sandbox per worker (interpreter up, program process forked and in its
+cgroup, waiting for the program), so that start-up overlaps the previous program instead of adding to it.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -33,9 +41,10 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from lmms_tasks.utils.cache import DiskCache, content_key
 
@@ -58,6 +67,7 @@ class Limits:
     max_processes: int = 32
     output_cap: int = 4096
     landlock: bool = True
+    cgroup: bool = True  # a per-program pids cgroup where one can be created (root, cgroup v1 pids)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,10 +86,11 @@ class ExecResult:
     fd_output: str = ""
     confinement: list[str] = field(default_factory=list)
     killed_processes: int = 0
+    pids_cgroup: bool = False
     cached: bool = False
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ExecResult":
+    def from_json(cls, data: dict[str, Any]) -> ExecResult:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         known.setdefault("status", "error")
         known.setdefault("message", "")
@@ -111,7 +122,16 @@ def sandbox_env(work_dir: Path, marker: str) -> dict[str, str]:
 
 
 def _kill_session_from_outside(sid: int) -> None:
-    """Kill every process of session `sid` (used when the guard itself died)."""
+    """Kill every process of session `sid` and of the guard's pids cgroup (used when the guard died)."""
+    cgroup = Path("/sys/fs/cgroup/pids") / f"lmms_tasks_sbx_{sid}"
+    for _ in range(200 if cgroup.is_dir() else 0):
+        try:
+            for pid in (cgroup / "cgroup.procs").read_text().split():
+                os.kill(int(pid), signal.SIGKILL)
+            cgroup.rmdir()
+            break
+        except OSError:
+            time.sleep(0.005)
     try:
         os.killpg(sid, signal.SIGKILL)
     except OSError:
@@ -141,7 +161,7 @@ def _proc_stats() -> Iterable[tuple[int, dict[str, int]]]:
 
 
 def sandboxed_pids(marker: str | None = None) -> list[int]:
-    """Processes started by the sandbox (by the marker in their environment) that are still alive."""
+    """Live processes started by the sandbox whose marker starts with `marker` (any marker if None)."""
     found = []
     needle = f"{MARKER_ENV}={marker}".encode() if marker else f"{MARKER_ENV}=".encode()
     for entry in os.listdir("/proc"):
@@ -185,46 +205,185 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, onerror=make_writable)
 
 
-def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, marker: str | None = None) -> ExecResult:
-    """Execute one program in a fresh sandbox; never raises for anything the program does."""
-    root = Path(tempfile.mkdtemp(prefix="lmms_tasks_sbx_"))
-    work = root / "work"
-    work.mkdir()
-    program = root / "program.py"
-    program.write_text(source, encoding="utf-8")
-    marker = marker or uuid.uuid4().hex
-    command = [python, "-I", "-B", str(CHILD_SCRIPT), str(program), str(work), json.dumps(limits.as_json())]
-    try:
-        proc = subprocess.Popen(
+class _Prepared:
+    """A sandbox started ahead of its program: temp dir made, guard interpreter up, program process forked
+    (and in its pids cgroup), all waiting for the program text. Pools keep one spare per worker, so this
+    start-up overlaps the previous program's run instead of adding to it."""
+
+    def __init__(self, limits: Limits, python: str, marker: str, tmp_root: str | os.PathLike[str] | None) -> None:
+        self.limits, self.marker = limits, marker
+        self.root = Path(tempfile.mkdtemp(prefix="lmms_tasks_sbx_", dir=tmp_root))
+        self.work = self.root / "work"
+        self.work.mkdir()
+        self.program = self.root / "program.py"
+        settings = {**limits.as_json(), "sys_path": _site_dirs(python)}
+        command = [python, "-I", "-B", "-S", str(CHILD_SCRIPT), str(self.program), str(self.work), marshal.dumps(settings).hex()]
+        self.proc = subprocess.Popen(
             command,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=str(work),
-            env=sandbox_env(work, marker),
+            cwd=str(self.work),
+            env=sandbox_env(self.work, marker),
             start_new_session=True,
             close_fds=True,
         )
+
+    def run(self, source: str) -> ExecResult:
+        """Hand the program over and wait for its outcome; never raises for anything the program does."""
         try:
-            out, err = proc.communicate(timeout=limits.timeout + limits.grace + 10.0)
-        except subprocess.TimeoutExpired:
-            _kill_session_from_outside(proc.pid)
-            out, err = proc.communicate()
-        lines = [line for line in out.decode("utf-8", "replace").splitlines() if line.strip()]
-        if proc.returncode != 0 or not lines:
-            _kill_session_from_outside(proc.pid)
-            reason = f"sandbox guard died (exit {proc.returncode})" if proc.returncode else "sandbox guard gave no result"
-            return ExecResult(status="failed", message=f"{reason}: {err.decode('utf-8', 'replace')[-500:]}".strip())
+            self.program.write_text(source, encoding="utf-8")
+            try:
+                out, err = self.proc.communicate(b"go\n", timeout=self.limits.timeout + self.limits.grace + 10.0)
+            except subprocess.TimeoutExpired:
+                _kill_session_from_outside(self.proc.pid)
+                out, err = self.proc.communicate()
+            outcome: Any = None
+            if self.proc.returncode == 0 and out:
+                try:
+                    outcome = marshal.loads(out)  # written by the guard itself (never by the program)
+                except (EOFError, ValueError, TypeError):
+                    outcome = None
+            if not isinstance(outcome, dict):
+                _kill_session_from_outside(self.proc.pid)
+                reason = (
+                    f"sandbox guard died (exit {self.proc.returncode})" if self.proc.returncode else "sandbox guard gave no readable result"
+                )
+                result = ExecResult(status="failed", message=f"{reason}: {err.decode('utf-8', 'replace')[-500:]}".strip())
+            else:
+                result = ExecResult.from_json(outcome)
+            if not result.pids_cgroup:
+                sweep(self.marker)  # a process that left the session (setsid) still carries the marker
+            return result
+        finally:
+            _rmtree(self.root)
+
+    def discard(self) -> None:
+        """Give an unused spare up (its guard exits on an empty stdin)."""
         try:
-            return ExecResult.from_json(json.loads(lines[-1]))
-        except ValueError:
-            return ExecResult(status="failed", message="sandbox guard printed an unreadable result")
-    finally:
-        _rmtree(root)
+            self.proc.communicate(b"", timeout=10)
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            _kill_session_from_outside(self.proc.pid)
+            self.proc.wait()
+        _rmtree(self.root)
+
+
+def run_program(
+    source: str,
+    limits: Limits = Limits(),
+    python: str = sys.executable,
+    marker: str | None = None,
+    tmp_root: str | os.PathLike[str] | None = None,
+) -> ExecResult:
+    """Execute one program in a fresh sandbox; never raises for anything the program does."""
+    return _Prepared(limits, python, marker or uuid.uuid4().hex, tmp_root).run(source)
+
+
+@functools.lru_cache(maxsize=8)
+def _site_dirs(python: str) -> list[str]:
+    """The interpreter's site-packages directories. The child starts with -S (skipping `site`, which costs
+    ~20 ms per start mostly in .pth hooks such as editable-install finders) and puts these on sys.path, so
+    programs import the same installed packages; only .pth-added paths are not applied."""
+    if python == sys.executable:
+        import site
+
+        return [p for p in site.getsitepackages() if os.path.isdir(p)]
+    out = subprocess.run(
+        [python, "-I", "-c", "import site, json; print(json.dumps(site.getsitepackages()))"], capture_output=True, text=True, check=True
+    )
+    return [p for p in json.loads(out.stdout) if os.path.isdir(p)]
 
 
 def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
     return content_key({"v": SANDBOX_VERSION, "source": source, "limits": limits.as_json(), "python": python, "py": sys.version})
+
+
+class SandboxPool:
+    """A bounded pool of sandbox runs with a content-addressed cache; `submit` returns a Future.
+
+    Each pool thread only waits on its sandbox subprocess, so `workers` is the number of programs running
+    at once (default: the usable CPUs, as the official harness). Identical programs run once. `close()`
+    sweeps stragglers that escaped their session.
+    """
+
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        *,
+        workers: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        use_cache: bool = True,
+        progress: bool = True,
+        desc: str = "executing programs",
+        tmp_root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.limits = limits
+        self.tmp_root = tmp_root
+        self.cache = DiskCache(cache_dir or default_cache_dir()) if use_cache else None
+        self.marker = uuid.uuid4().hex
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="sandbox")
+        self.bar = _progress(0, desc) if progress else None
+        self.inflight: dict[str, concurrent.futures.Future[ExecResult]] = {}
+        self.lock = threading.Lock()
+        self.cache_hits = 0
+        self.python = sys.executable
+        self.local = threading.local()
+        self.spares: list[_Prepared] = []
+
+    def submit(self, source: str) -> concurrent.futures.Future[ExecResult]:
+        key = cache_key(source, self.limits)
+        with self.lock:
+            if key in self.inflight:
+                return self.inflight[key]
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            result = ExecResult.from_json(hit)
+            result.cached = True
+            future: concurrent.futures.Future[ExecResult] = concurrent.futures.Future()
+            future.set_result(result)
+            with self.lock:
+                self.cache_hits += 1
+        else:
+            if self.bar is not None:
+                with self.lock:
+                    self.bar.total += 1
+                    self.bar.refresh()
+            future = self.pool.submit(self._run, key, source)
+        with self.lock:
+            self.inflight[key] = future
+        return future
+
+    def _prepare(self) -> _Prepared:
+        return _Prepared(self.limits, self.python, f"{self.marker}-{uuid.uuid4().hex[:12]}", self.tmp_root)
+
+    def _run(self, key: str, source: str) -> ExecResult:
+        sandbox = getattr(self.local, "spare", None) or self._prepare()
+        spare = self._prepare()  # starts while this program runs
+        self.local.spare = spare
+        with self.lock:
+            self.spares = [s for s in self.spares if s is not sandbox] + [spare]
+        result = sandbox.run(source)
+        if self.cache is not None and result.status != "error":
+            self.cache.put(key, result.to_json())
+        if self.bar is not None:
+            with self.lock:
+                self.bar.update(1)
+        return result
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for spare in self.spares:
+            spare.discard()
+        self.spares = []
+        if self.bar is not None:
+            self.bar.close()
+        sweep(self.marker)
+
+    def __enter__(self) -> SandboxPool:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def run_many(
@@ -236,58 +395,11 @@ def run_many(
     use_cache: bool = True,
     progress: bool = True,
     desc: str = "executing programs",
-    on_result: Callable[[int, ExecResult], None] | None = None,
 ) -> list[ExecResult]:
-    """Execute many programs in a bounded pool; identical programs run once; cached results are reused.
-
-    Each pool thread only waits on its sandbox subprocess, so `workers` is the number of programs running
-    at once (default: the usable CPUs, as the official harness). Stragglers that escaped their session
-    are swept at the end.
-    """
-    cache = DiskCache(cache_dir or default_cache_dir()) if use_cache else None
-    results: list[ExecResult | None] = [None] * len(sources)
-    by_key: dict[str, list[int]] = {}
-    for index, source in enumerate(sources):
-        by_key.setdefault(cache_key(source, limits), []).append(index)
-    pending: list[str] = []
-    for key, indices in by_key.items():
-        hit = cache.get(key) if cache else None
-        if hit is not None:
-            result = ExecResult.from_json(hit)
-            result.cached = True
-            for index in indices:
-                results[index] = result
-                if on_result:
-                    on_result(index, result)
-        else:
-            pending.append(key)
-    marker = uuid.uuid4().hex
-    bar = _progress(len(pending), desc) if progress and pending else None
-    lock = threading.Lock()
-
-    def work(key: str) -> None:
-        indices = by_key[key]
-        result = run_program(sources[indices[0]], limits, marker=marker)
-        if cache is not None and result.status != "error":
-            cache.put(key, result.to_json())
-        with lock:
-            for index in indices:
-                results[index] = result
-            if bar is not None:
-                bar.update(1)
-        if on_result:
-            for index in indices:
-                on_result(index, result)
-
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="sandbox") as pool:
-            for future in concurrent.futures.as_completed([pool.submit(work, key) for key in pending]):
-                future.result()
-    finally:
-        if bar is not None:
-            bar.close()
-        sweep(marker)
-    return [r for r in results if r is not None]
+    """Execute many programs in a bounded pool (see `SandboxPool`); results in input order."""
+    with SandboxPool(limits, workers=workers, cache_dir=cache_dir, use_cache=use_cache, progress=progress, desc=desc) as pool:
+        futures = [pool.submit(source) for source in sources]
+        return [future.result() for future in futures]
 
 
 def _progress(total: int, desc: str) -> Any:

@@ -13,7 +13,7 @@ Landlock is missing) only fails itself: the caller sees no result line.
 from __future__ import annotations
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import select
@@ -51,7 +51,9 @@ def landlock_confine(work_dir: str) -> list[str]:
     fs = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE
     fs |= _FS_REFER if abi >= 2 else 0
     fs |= _FS_TRUNCATE if abi >= 3 else 0
-    attr = _RulesetAttr(fs, (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0, (_SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX) if abi >= 6 else 0)
+    attr = _RulesetAttr(
+        fs, (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0, (_SCOPE_SIGNAL | _SCOPE_ABSTRACT_UNIX) if abi >= 6 else 0
+    )
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -87,6 +89,8 @@ class _CappedWriteOnly:
         self.cap, self.parts, self.size, self.closed = cap, [], 0, False
 
     def write(self, text: str) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
         if self.size < self.cap:
             self.parts.append(text[: self.cap - self.size])
         self.size += len(text)
@@ -128,7 +132,7 @@ class _CappedWriteOnly:
 
 
 def _guard_sockets() -> None:
-    """Best-effort network block at the Python level (Landlock covers TCP at the kernel level)."""
+    """Best-effort network block at the Python level, used where Landlock cannot block TCP."""
     import socket
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -142,7 +146,7 @@ def _guard_sockets() -> None:
 def _set_rlimits(limits: dict) -> None:
     def lim(kind: int, value: int) -> None:
         try:
-            soft, hard = resource.getrlimit(kind)
+            _soft, hard = resource.getrlimit(kind)
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(kind, (value, value))
         except (ValueError, OSError):
@@ -170,10 +174,17 @@ def _count_own_processes() -> int:
     return count
 
 
-def run_program(program_path: str, work_dir: str, limits: dict, result_fd: int, out_fd: int) -> None:
-    """Body of the forked program process; never returns."""
+def run_program(program_path: str, work_dir: str, limits: dict, result_fd: int, out_fd: int, cgroup: str | None, go_fd: int) -> None:
+    """Body of the forked program process; never returns. Everything slow that does not depend on the
+    program (joining the pids cgroup costs ~10-20 ms of kernel latency) happens before the go signal."""
     try:
+        if cgroup:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+                fh.write(str(os.getpid()))
         os.setpgid(0, 0)
+        if os.read(go_fd, 1) != b"g":  # the caller gave the spare up
+            os._exit(0)
+        os.close(go_fd)
         devnull = os.open("/dev/null", os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
@@ -183,8 +194,10 @@ def run_program(program_path: str, work_dir: str, limits: dict, result_fd: int, 
         with open(program_path, encoding="utf-8") as fh:
             source = fh.read()
         os.chdir(work_dir)
+        sys.path.extend(limits.get("sys_path") or [])
         applied = landlock_confine(work_dir) if limits.get("landlock", True) else []
-        _guard_sockets()
+        if "tcp" not in applied:
+            _guard_sockets()
         _set_rlimits(limits)
         code = compile(source, "<string>", "exec")
     except BaseException as exc:  # noqa: BLE001 - report anything as a harness error
@@ -219,7 +232,9 @@ def run_program(program_path: str, work_dir: str, limits: dict, result_fd: int, 
 
 
 def _report(fd: int, outcome: dict) -> None:
-    data = json.dumps(outcome).encode("utf-8")
+    outcome["pid"] = os.getpid()  # forked copies of the program may report too; the guard keeps its child's
+    payload = marshal.dumps(outcome)  # marshal, not json: importing json costs ~10 ms per program
+    data = len(payload).to_bytes(4, "big") + payload
     try:
         view = memoryview(data)
         while view:
@@ -229,6 +244,59 @@ def _report(fd: int, outcome: dict) -> None:
 
 
 # --- guard -------------------------------------------------------------------------------------
+_PIDS_V1 = "/sys/fs/cgroup/pids"
+
+
+def make_pids_cgroup(limit: int) -> str | None:
+    """A per-program cgroup (v1 pids controller) capping the number of processes, where we may create one
+    (root with the controller mounted). Elsewhere None: RLIMIT_NPROC and the watchdog remain."""
+    path = os.path.join(_PIDS_V1, f"lmms_tasks_sbx_{os.getpid()}")
+    try:
+        os.mkdir(path)
+        with open(os.path.join(path, "pids.max"), "w") as fh:
+            fh.write(str(limit))
+        return path
+    except OSError:
+        return None
+
+
+def cgroup_pids(path: str) -> list[int]:
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def remove_cgroup(path: str) -> int:
+    """Kill every process left in the cgroup (setsid escapees included), then remove it."""
+    killed = 0
+    for _ in range(500):
+        pids = cgroup_pids(path)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        try:
+            os.rmdir(path)
+            return killed
+        except OSError:
+            _reap_all()
+            time.sleep(0.002)
+    return killed
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
 def _session_members(sid: int, exclude: int) -> list[int]:
     """Live (non-zombie) processes of session `sid`, except `exclude`."""
     pids = []
@@ -283,28 +351,69 @@ def _reap_recording(child: int, child_status: list) -> None:
             child_status.append(status)
 
 
+_REPORT_FIELDS = {"status": str, "message": str, "exception": str, "elapsed_s": float, "confinement": list, "stdout": str, "stderr": str}
+
+
+def _own_result(data: bytes, child: int) -> dict:
+    """The program process's own report among the length-prefixed frames on the result channel."""
+    offset = 0
+    while offset + 4 <= len(data):
+        size = int.from_bytes(data[offset : offset + 4], "big")
+        frame = data[offset + 4 : offset + 4 + size]
+        offset += 4 + size
+        try:
+            report = marshal.loads(frame)
+        except (EOFError, ValueError, TypeError):
+            continue
+        if isinstance(report, dict) and report.get("pid") == child:
+            return {k: report[k] for k, kind in _REPORT_FIELDS.items() if isinstance(report.get(k), kind)}
+    return {"status": "failed", "message": "the program process sent no readable result"}
+
+
 def _count_pids() -> int:
     return sum(1 for entry in os.listdir("/proc") if entry.isdigit())
 
 
 def main() -> None:
-    program_path, work_dir, limits_json = sys.argv[1:4]
-    limits = json.loads(limits_json)
+    program_path, work_dir, limits_hex = sys.argv[1:4]
+    limits = marshal.loads(bytes.fromhex(limits_hex))
+    if os.getsid(0) != os.getpid():  # the guard sweeps its whole session: it must be a session of its own
+        try:
+            os.setsid()
+        except OSError:
+            sys.exit("sandbox_child.py must lead its own session; start it through lmms_tasks.utils.sandbox.run_program")
     max_processes = int(limits["max_processes"])
     try:  # orphaned descendants are re-parented to the guard, which reaps them (no zombies left)
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
-    baseline = _count_pids()
+    cgroup = make_pids_cgroup(max_processes + 1) if limits.get("cgroup", True) else None
     result_r, result_w = os.pipe()
     out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(result_r)
         os.close(out_r)
-        run_program(program_path, work_dir, limits, result_w, out_w)
+        os.close(go_w)
+        run_program(program_path, work_dir, limits, result_w, out_w, cgroup, go_r)
     os.close(result_w)
     os.close(out_w)
+    os.close(go_r)
+    # Started ahead of time by the caller's pool: wait until the program file is written ("go" on stdin).
+    if sys.stdin.buffer.readline().strip() != b"go":
+        os.close(go_w)
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except OSError:
+            os.kill(child, signal.SIGKILL)
+        if cgroup:
+            remove_cgroup(cgroup)
+        _reap_all()
+        return
+    baseline = _count_pids()
+    os.write(go_w, b"g")
+    os.close(go_w)
     for fd in (result_r, out_r):
         os.set_blocking(fd, False)
     cap = int(limits["output_cap"])
@@ -333,11 +442,24 @@ def main() -> None:
         if time.monotonic() >= hard_deadline:
             verdict = {"status": "timeout", "message": f"Test Case Execution Time Out (> {float(limits['timeout']):g} seconds); killed"}
             break
-        # cheap check first (how many processes exist at all), the exact session count only on growth
-        if _count_pids() - baseline > max_processes and len(_session_members(os.getsid(0), os.getpid())) > max_processes:
+        # without a pids cgroup: cheap check first (how many processes exist), the exact count only on growth
+        if not cgroup and _count_pids() - baseline > max_processes and len(_session_members(os.getsid(0), os.getpid())) > max_processes:
             verdict = {"status": "failed", "message": f"killed: more than {max_processes} processes"}
             break
-    killed = _kill_session(child, child_status)
+    if cgroup:  # every descendant is in the cgroup, session leavers included
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except OSError:
+            pass
+        killed = remove_cgroup(cgroup)
+        _reap_recording(child, child_status)
+        if not child_status:
+            try:
+                child_status.append(os.waitpid(child, 0)[1])
+            except ChildProcessError:
+                pass
+    else:
+        killed = _kill_session(child, child_status)
     status = child_status[0] if child_status else 0
     try:
         result += os.read(result_r, 1 << 20)
@@ -347,10 +469,7 @@ def main() -> None:
     if verdict is not None:
         outcome = verdict
     elif result:
-        try:
-            outcome = json.loads(result.decode("utf-8"))
-        except ValueError:
-            outcome = {"status": "failed", "message": "program corrupted the result channel"}
+        outcome = _own_result(result, child)
     elif os.WIFSIGNALED(status):
         outcome = {"status": "failed", "message": f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"}
     else:
@@ -358,7 +477,8 @@ def main() -> None:
     outcome["fd_output"] = b"".join(output).decode("utf-8", "replace")
     outcome["fd_output_bytes"] = output_size
     outcome["killed_processes"] = killed
-    sys.stdout.write("\n" + json.dumps(outcome) + "\n")
+    outcome["pids_cgroup"] = bool(cgroup)
+    sys.stdout.buffer.write(marshal.dumps(outcome))
     sys.stdout.flush()
 
 

@@ -1,0 +1,158 @@
+"""HumanEval-V hooks on generated fixtures: opt-in, data loading, prompts, V2T2C plumbing, metrics (with
+real execution of the fixtures' programs). Expected values are computed by hand from the fixture rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.humaneval_v import execution, hooks
+from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
+from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
+    fixtures = fx.write(tmp_path / "hev")
+    monkeypatch.setenv("HUMANEVAL_V_DATA", fixtures.env["HUMANEVAL_V_DATA"])
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
+    monkeypatch.delenv("HUMANEVAL_V_DESCRIPTIONS", raising=False)
+    monkeypatch.delenv("HUMANEVAL_V_STRONG_CODER", raising=False)
+    execution.clear_memo()
+    return fixtures
+
+
+def docs(task: str) -> list[dict[str, Any]]:
+    return list(hooks.make_process_docs(task)(None))  # the manifest dataset is ignored
+
+
+def test_refused_without_opt_in(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION")
+    for task in ("humaneval_v_v2c", "humaneval_v_gt_t2c_pass3", "humaneval_v_t2c"):
+        with pytest.raises(CodeExecutionNotAllowed, match="HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"):
+            hooks.make_process_docs(task)(None)
+    assert not issubclass(CodeExecutionNotAllowed, Exception)  # lmms-eval's retry loops must not catch it
+    assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams executes nothing
+    monkeypatch.setenv("HUMANEVAL_V_STRONG_CODER", "1")
+    with pytest.raises(CodeExecutionNotAllowed):
+        hooks.make_process_docs("humaneval_v_v2t")(None)
+
+
+def test_documents_and_prompts(data: fx.FixtureSet) -> None:
+    rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
+    v2c = docs("humaneval_v_v2c")
+    assert [d["qid"] for d in v2c] == list(rows)
+    first = v2c[0]
+    assert first["hev_task"] == "humaneval_v_v2c" and first["hev_setting"] == "v2c"
+    messages = hooks.doc_to_messages(first)
+    assert [p["type"] for p in messages[0]["content"]] == ["image", "text"]  # image first, then text
+    assert messages[0]["content"][0]["url"].size == (96, 96)  # the PIL image itself (H13)
+    assert messages[0]["content"][1]["text"] == prompt("humanevalv/v2/PROMPT_V2C").format(
+        function_signature=rows["q1"]["function_signature"]
+    )
+    cot = docs("humaneval_v_v2c_cot_pass3")[0]
+    assert hooks.doc_to_text(cot) == prompt("humanevalv/v2/PROMPT_V2C_WITH_COT").format(function_signature=rows["q1"]["function_signature"])
+    gt = docs("humaneval_v_gt_t2c")[1]
+    assert hooks.doc_to_visual(gt) == []
+    assert hooks.doc_to_messages(gt)[0]["content"] == [
+        {
+            "type": "text",
+            "text": prompt("humanevalv/v2/PROMPT_T2C").format(
+                problem_specification=rows["q2"]["ground_truth_diagram_description"], function_signature=rows["q2"]["function_signature"]
+            ),
+        }
+    ]
+
+
+def _write_v2t_samples(path: Path, descriptions: dict[str, list[str]]) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(
+            json.dumps({"doc_id": doc_id, "description_rate": {"task": "humaneval_v_v2t_pass3", "qid": qid, "descriptions": found}}) + "\n"
+            for doc_id, (qid, found) in enumerate(descriptions.items())
+        )
+    return path
+
+
+def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DataError, match="HUMANEVAL_V_DESCRIPTIONS"):
+        hooks.make_process_docs("humaneval_v_t2c_pass3")(None)
+    qids = [r["qid"] for r in data.records[fx.RECORDS_KEY]]
+    run_dir = tmp_path / "v2t_run" / "model"
+    run_dir.mkdir(parents=True)
+    _write_v2t_samples(
+        run_dir / "20250101_000000_samples_humaneval_v_v2t_pass3.jsonl", {q: [f"{q} description {i}" for i in range(6)] for q in qids}
+    )
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(tmp_path / "v2t_run"))  # a directory: searched
+    t2c = docs("humaneval_v_t2c_pass3")
+    assert len(t2c) == 4 * 6  # 6 descriptions -> 6 documents, each answered greedily once (H12)
+    assert [(d["qid"], d["hev_sample_index"]) for d in t2c[:2]] == [("q1", 0), ("q1", 1)]
+    assert "q1 description 1" in hooks.doc_to_text(t2c[1]) and hooks.doc_to_visual(t2c[1]) == []
+    # a qid missing from the file is named
+    partial = _write_v2t_samples(tmp_path / "partial.jsonl", {"q1": ["d"]})
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(partial))
+    with pytest.raises(DataError, match="'q2'"):
+        docs("humaneval_v_t2c")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"doc_id": 0}\n')
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(broken))
+    with pytest.raises(DataError, match="broken.jsonl:1"):
+        docs("humaneval_v_t2c")
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}```"
+
+
+def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) -> None:
+    rows = data.records[fx.RECORDS_KEY]
+    v2c = docs("humaneval_v_v2c")
+    # q1 right, q2 right, q2-2 gated by pylint (dropped constant), q3 wrong answer
+    replies = {
+        "q1": fenced(rows[0]["ground_truth_solution"]),
+        "q2": "Sure:\n" + fenced(rows[1]["ground_truth_solution"]) + "\nDone.",
+        "q2-2": fenced("STEP = 1\ndef solution(n: int) -> int:\n    return n * (n + STEP) // 2\n"),
+        "q3": fenced("def solution(word: str) -> bool:\n    return True\n"),
+    }
+    items = [hooks.process_results(d, [replies[d["qid"]]])["pass@1"] for d in v2c]
+    items = json.loads(json.dumps(items[::-1]))  # unordered, after a JSON round trip (the score CLI)
+    args = type("Args", (), {"output_path": str(tmp_path / "out")})()
+    assert hooks.agg_pass_at_1(items, args=args) == 50.0  # 2 of 4
+    assert hooks.agg_parse_success_rate(items, args=args) == 75.0  # 1 of 4 gated
+    assert hooks.agg_by_task_type(items, args=args) == {"Aggregation": 100.0, "Rearrangement": 100.0, "Iteration": 0.0, "Validation": 0.0}
+    assert hooks.agg_by_capability(items, args=args)["Mathematical Operations"] == 50.0  # q1 yes, q2-2 no
+    records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
+    by_qid = {r["qid"]: r for r in records}
+    assert by_qid["q2-2"]["result"] == "Pylint syntax check failed:\nUndefined variable 'STEP'"
+    assert by_qid["q3"]["passed"] is False and by_qid["q1"]["result"] == "passed"
+
+
+def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = data.records[fx.RECORDS_KEY]
+    right = [fenced(r["ground_truth_solution"]) for r in rows]
+    wrong = "no code at all"
+    # c = 0, 1, 2, 4 of 6 -> 0, 0.5, 0.8, 1.0 -> mean 0.575 -> 57.5
+    counts = {"q1": 0, "q2": 1, "q2-2": 2, "q3": 4}
+    items = []
+    for doc, good in zip(docs("humaneval_v_v2c_pass3"), right):
+        c = counts[doc["qid"]]
+        items.append(hooks.process_results(doc, [good] * c + [wrong] * (6 - c))["pass@3"])
+    calls: list[int] = []
+    real = execution.gate.iter_pylint_errors
+    monkeypatch.setattr(execution.gate, "iter_pylint_errors", lambda programs, **k: calls.append(len(programs)) or real(programs, **k))
+    assert hooks.agg_pass_at_3(items) == 57.5
+    assert hooks.agg_parse_success_rate(items) == 100.0  # the `pass` stub lints clean
+    hooks.agg_by_task_type(items)
+    assert len(calls) == 1  # one batch shared by every metric of the task
+    # H11: a task with fewer than k samples -> pass@k omitted
+    short = [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]
+    assert hooks.agg_pass_at_3(short) is None
+
+
+def test_bad_item_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="task/qid/programs"):
+        hooks.agg_pass_at_1([{"qid": "q1"}])

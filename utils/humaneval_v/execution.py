@@ -1,0 +1,151 @@
+"""Score HumanEval-V programs: the pylint gate, then sandboxed execution, once per task.
+
+Called from aggregation functions (rank 0, after gather). The whole task is one batch: unique programs
+are linted in batches, the ones that pass the gate run in the bounded sandbox pool, both steps are
+cached by content, and the batch is memoized in-process so the several metrics of one task (pass@k,
+parse_success_rate, breakdowns) share it. One record per sample is written next to the results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmms_tasks.utils.cache import content_key
+from lmms_tasks.utils.humaneval_v import gate
+from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.sandbox import Limits, SandboxPool, default_cache_dir, default_workers
+
+OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
+OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)
+
+
+class CodeExecutionNotAllowed(BaseException):
+    """Raised when HumanEval-V would execute model code without the user's opt-in.
+
+    A BaseException on purpose: lmms-eval retries `Exception`s raised while loading a task (5 times,
+    2 s apart) and swallows them in the CLI; the refusal must stop the run at once, before inference.
+    """
+
+
+def execution_allowed() -> bool:
+    return os.environ.get(OPT_IN_ENV, "").strip() == "1"
+
+
+def require_opt_in(task: str) -> None:
+    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1."""
+    if not execution_allowed():
+        message = (
+            f"{task}: HumanEval-V scores by EXECUTING model-written Python code. It runs in a sandbox "
+            f"(see lmms_tasks/humaneval_v/README.md), but you must opt in explicitly: set {OPT_IN_ENV}=1 "
+            "(like HF_ALLOW_CODE_EVAL=1 for code_eval) and run again. Nothing was generated or executed."
+        )
+        logger.error(message)
+        raise CodeExecutionNotAllowed(message)
+
+
+@dataclass
+class ProgramVerdict:
+    """The official per-sample result: `passed` and the result string ('passed', 'Pylint syntax check
+    failed:...', the timeout text, or str(exception))."""
+
+    passed: bool
+    result: str
+    gated: bool
+    status: str
+    cached: bool = False
+
+
+@dataclass
+class ExecutionBatch:
+    verdicts: list[ProgramVerdict]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+_memo: dict[str, ExecutionBatch] = {}
+_memo_lock = threading.Lock()
+
+
+def evaluate_programs(
+    task: str,
+    programs: Sequence[str],
+    *,
+    limits: Limits = OFFICIAL_LIMITS,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> ExecutionBatch:
+    """Gate and execute every program; memoized by (task, programs, limits)."""
+    require_opt_in(task)
+    memo_key = content_key({"task": task, "programs": list(programs), "limits": limits.as_json()})
+    with _memo_lock:
+        if memo_key in _memo:
+            return _memo[memo_key]
+    started = time.monotonic()
+    workers = workers or default_workers()
+    root = Path(cache_dir or default_cache_dir()).expanduser()
+    errors: list[list[str]] = [[] for _ in programs]
+    futures: dict[int, Any] = {}
+    gate_s = 0.0
+    # Programs start executing as soon as their gate batch is known: linting overlaps execution.
+    with SandboxPool(limits, workers=workers, cache_dir=root / "sandbox", progress=progress, desc=f"{task}: executing") as pool:
+        for indices, found in gate.iter_pylint_errors(programs, cache_dir=str(root / "pylint")):
+            for index, messages in zip(indices, found):
+                errors[index] = messages
+                if not messages:
+                    futures[index] = pool.submit(programs[index])
+        gate_s = time.monotonic() - started
+        results = {index: future.result() for index, future in futures.items()}
+    verdicts: list[ProgramVerdict] = [ProgramVerdict(False, gate.gate_message(e), True, "gated") for e in errors]
+    for index, result in results.items():
+        verdicts[index] = ProgramVerdict(result.passed, "passed" if result.passed else result.message, False, result.status, result.cached)
+    summary = {
+        "programs": len(programs),
+        "unique_programs": len(set(programs)),
+        "gated": len(programs) - len(results),
+        "passed": sum(v.passed for v in verdicts),
+        "timeouts": sum(v.status == "timeout" for v in verdicts),
+        "exec_cache_hits": sum(r.cached for r in results.values()),
+        "workers": workers,
+        "timeout_s": limits.timeout,
+        "pylint": gate.pylint_version(),
+        "gate_s": round(gate_s, 3),
+        "wall_s": round(time.monotonic() - started, 3),
+    }
+    batch = ExecutionBatch(verdicts, summary)
+    with _memo_lock:
+        _memo[memo_key] = batch
+    logger.info(f"{task}: executed {len(programs)} programs: {summary}")
+    return batch
+
+
+def clear_memo() -> None:
+    with _memo_lock:
+        _memo.clear()
+
+
+def write_records(
+    output_dir: str | os.PathLike[str] | None, task: str, records: list[dict[str, Any]], summary: dict[str, Any]
+) -> Path | None:
+    """`<output_dir>/executions/<task>.jsonl` + `.summary.json` (atomic replace); None without a dir."""
+    if not output_dir:
+        return None
+    directory = Path(output_dir).expanduser() / "executions"
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{task}.jsonl"
+    for path, text in (
+        (target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)),
+        (directory / f"{task}.summary.json", json.dumps(summary, indent=2) + "\n"),
+    ):
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return target

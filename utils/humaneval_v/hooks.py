@@ -1,0 +1,219 @@
+"""lmms-eval hooks for the HumanEval-V tasks (the task folder's utils.py re-exports these).
+
+Every task stamps its name and setting into its documents in `process_docs` (lmms-eval passes no task
+config to `process_results`); `process_results` only post-processes text (cheap, thread-safe);
+aggregation functions gate and execute one task's programs as one memoized batch on rank 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
+from lmms_tasks.utils.humaneval_v import metrics
+from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
+from lmms_tasks.utils.humaneval_v.execution import require_opt_in
+from lmms_tasks.utils.humaneval_v.extraction import post_process
+from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
+from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
+from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.taskconfig import task_metadata
+
+SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
+REQUIRED_COLUMNS = (
+    "qid",
+    "diagram",
+    "function_signature",
+    "test_script",
+    "ground_truth_diagram_description",
+    "capability_aspects",
+    "task_type",
+)
+REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"
+
+
+def setting_of(task: str) -> str:
+    """humaneval_v_v2c_cot_pass3 -> v2c_cot."""
+    name = task[len("humaneval_v_") :]
+    return name.removesuffix("_pass3")
+
+
+def k_of(task: str) -> int:
+    return 3 if task.endswith("_pass3") else 1
+
+
+def load_documents() -> datasets.Dataset:
+    dataset = load_parquet_split(SOURCE, "test")
+    missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise DataError(f"{SOURCE.describe()}: HumanEval-V data lacks columns {missing} (have {dataset.column_names})")
+    guarded = [q for q, t in zip(dataset["qid"], dataset["test_script"]) if "__name__" in t]
+    if guarded:  # quirk H7: under exec(program, {}) such a guard skips the tests, which then "pass"
+        logger.warning(f"HumanEval-V test scripts mention __name__ (a __main__ guard skips the tests officially): {guarded[:20]}")
+    return dataset
+
+
+def capabilities(aspects: Any) -> list[str]:
+    """The capability-aspect keys a task exercises (non-empty lists in the struct)."""
+    return sorted(k for k, v in (aspects or {}).items() if v)
+
+
+def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """`process_docs` for one task: the opt-in check first (before any inference), then the real data."""
+    setting = setting_of(task)
+
+    def process_docs(_manifest: datasets.Dataset) -> datasets.Dataset:
+        metadata = task_metadata(task)
+        if setting != "v2t" or strong_coder_enabled(metadata):
+            require_opt_in(task)
+        dataset = load_documents()
+        stamp = {"hev_task": task, "hev_setting": setting}
+        if setting != "t2c":
+            return dataset.map(
+                lambda doc: {
+                    **stamp,
+                    "hev_sample_index": 0,
+                    "hev_specification": doc["ground_truth_diagram_description"] if setting == "gt_t2c" else "",
+                },
+                desc=f"{task}: stamping",
+            )
+        samples = resolve_samples_file(task, metadata.get("descriptions"))
+        descriptions = read_descriptions(samples)
+        text_only = dataset.remove_columns(["diagram"])
+        rows = []
+        for doc in text_only:
+            found = descriptions.get(str(doc["qid"]))
+            if found is None:
+                raise DataError(f"{task}: {samples} has no description for qid {doc['qid']!r}")
+            for index, description in enumerate(found):
+                rows.append({**doc, **stamp, "hev_sample_index": index, "hev_specification": description})
+        return datasets.Dataset.from_list(rows)
+
+    process_docs.__name__ = f"process_docs_{task}"
+    return process_docs
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    return build_prompt(doc["hev_setting"], doc["function_signature"], doc.get("hev_specification") or None)
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
+    return [doc["diagram"]] if uses_image(doc["hev_setting"]) else []
+
+
+def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One user turn, image first then text, no system prompt (official `models/gpt_4o.py`)."""
+    content: list[dict[str, Any]] = [{"type": "image", "url": image} for image in doc_to_visual(doc)]
+    content.append({"type": "text", "text": doc_to_text(doc)})
+    return [{"role": "user", "content": content}]
+
+
+def doc_to_target(doc: dict[str, Any]) -> str:
+    return str(doc["qid"])
+
+
+def _base_item(doc: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "task": doc["hev_task"],
+        "qid": str(doc["qid"]),
+        "sample_index": int(doc.get("hev_sample_index") or 0),
+        "task_type": doc.get("task_type") or "",
+        "capabilities": capabilities(doc.get("capability_aspects")),
+    }
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """Post-process every sample of one document; the programs are executed at aggregation."""
+    task = doc["hev_task"]
+    predictions = [r if isinstance(r, str) else "" for r in results]
+    item = _base_item(doc)
+    item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
+    if doc["hev_setting"] == "v2t":
+        item.update(descriptions=predictions, function_signature=doc["function_signature"], test_script=doc["test_script"])
+        keys = ["description_rate", "strong_coder_pass_at_1" if k_of(task) == 1 else "strong_coder_pass_at_3"]
+        return {key: item for key in keys}
+    processed = [post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
+    item.update(predictions=predictions, completions=[c for c, _ in processed], programs=[p for _, p in processed])
+    k = k_of(task)
+    return {key: item for key in (f"pass@{k}", "parse_success_rate", "by_task_type", "by_capability")}
+
+
+def _output_dir(args: Any) -> str | None:
+    return getattr(args, "output_path", None) if args is not None else None
+
+
+def agg_pass_at_1(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 1)
+
+
+def agg_pass_at_3(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 3)
+
+
+def agg_parse_success_rate(items: list[dict[str, Any]], args: Any = None) -> float:
+    return metrics.parse_success_rate(metrics.score_items(items, _output_dir(args)))
+
+
+def _k_for(items: list[dict[str, Any]]) -> int:
+    return k_of(str(items[0]["task"])) if items else 1
+
+
+def agg_by_task_type(items: list[dict[str, Any]], args: Any = None) -> dict[str, float]:
+    return metrics.by_task_type(metrics.score_items(items, _output_dir(args)), _k_for(items))
+
+
+def agg_by_capability(items: list[dict[str, Any]], args: Any = None) -> dict[str, float]:
+    return metrics.by_capability(metrics.score_items(items, _output_dir(args)), _k_for(items))
+
+
+def agg_description_rate(items: list[dict[str, Any]], args: Any = None) -> float:
+    """Share (x100) of V2T samples that produced a non-empty description (a health check, not a score)."""
+    descriptions = [d for i in items for d in i["descriptions"]]
+    return round(100 * sum(bool(d.strip()) for d in descriptions) / max(1, len(descriptions)), 1)
+
+
+def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    """V2T2C w/ strong coder: each description -> code by the coder model (greedy, n=1, H12), executed.
+
+    Off unless HUMANEVAL_V_STRONG_CODER=1 (or `metadata.strong_coder: true`); then None (shown N/A)."""
+    if not items:
+        return None
+    task = str(items[0]["task"])
+    if not strong_coder_enabled(task_metadata(task)):
+        return None
+    from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
+
+    coder_task = f"{task}_strong_coder"
+    config = JudgeConfig.resolve(task=task, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
+    ordered = sorted(items, key=lambda i: str(i["qid"]))
+    requests = [
+        JudgeRequest(
+            key=f"{item['qid']}#{index}",
+            messages=[{"role": "user", "content": build_prompt("t2c", item["function_signature"], description)}],
+            params={},
+            meta={"qid": item["qid"], "sample_index": index},
+        )
+        for item in ordered
+        for index, description in enumerate(item["descriptions"])
+    ]
+    batch = judge_batch(
+        task=coder_task,
+        requests=requests,
+        parse=_identity,
+        config=config,
+        output_dir=_output_dir(args),
+        prompt_sha256=template_sha256("t2c"),
+    )
+    code_items = []
+    for item in ordered:
+        replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
+        programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
+        code_items.append({**item, "task": coder_task, "programs": programs})
+    scored = metrics.score_items(code_items, _output_dir(args))
+    return pass_at_k_score(scored.passed_by_qid, k_of(task))
+
+
+def _identity(text: str) -> str:
+    return text

@@ -1,0 +1,117 @@
+"""Per-task HumanEval-V metrics from the per-sample items lmms-eval gathers (any order, any rank).
+
+Items are the JSON-friendly dicts `process_results` returned (also what `python -m lmms_tasks score`
+reads back). A task's samples are grouped by qid and ordered by (doc sample_index, position), all
+programs are scored in one memoized batch, and each metric is derived from that batch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
+from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_score
+
+
+class ItemError(ValueError):
+    """A gathered item is malformed; the message names the task and document."""
+
+
+@dataclass
+class Scored:
+    task: str
+    passed_by_qid: dict[str, list[bool]]
+    gated: int
+    samples: int
+    task_type: dict[str, str]
+    capabilities: dict[str, list[str]]
+    summary: dict[str, Any]
+
+
+def _check(item: Any) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping) or not {"task", "qid", "programs"} <= set(item):
+        raise ItemError(f"HumanEval-V metric item is not a process_results dict with task/qid/programs: {str(item)[:200]}")
+    if not isinstance(item["programs"], list):
+        raise ItemError(f"{item['task']} qid {item['qid']}: 'programs' must be a list")
+    return item
+
+
+def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
+    """Run (or fetch the memoized) execution batch for one task's items."""
+    checked = sorted((_check(i) for i in items), key=lambda i: (str(i["qid"]), int(i.get("sample_index", 0))))
+    if not checked:
+        raise ItemError("HumanEval-V aggregation received no items")
+    tasks = {i["task"] for i in checked}
+    if len(tasks) != 1:
+        raise ItemError(f"HumanEval-V aggregation mixes tasks {sorted(tasks)}")
+    task = tasks.pop()
+    programs = [p for i in checked for p in i["programs"]]
+    batch = evaluate_programs(task, programs)
+    passed_by_qid: dict[str, list[bool]] = defaultdict(list)
+    records = []
+    cursor = 0
+    for item in checked:
+        for position, prediction in enumerate(item["programs"]):
+            verdict = batch.verdicts[cursor]
+            cursor += 1
+            passed_by_qid[str(item["qid"])].append(verdict.passed)
+            records.append(
+                {
+                    "task": task,
+                    "qid": item["qid"],
+                    "sample_index": int(item.get("sample_index", 0)) + position,
+                    "passed": verdict.passed,
+                    "result": verdict.result[:2000],
+                    "status": verdict.status,
+                    "cached": verdict.cached,
+                }
+            )
+    write_records(output_dir, task, records, {"task": task, **batch.summary})
+    return Scored(
+        task=task,
+        passed_by_qid=dict(passed_by_qid),
+        gated=sum(v.gated for v in batch.verdicts),
+        samples=len(programs),
+        task_type={str(i["qid"]): str(i.get("task_type", "")) for i in checked},
+        capabilities={str(i["qid"]): list(i.get("capabilities") or []) for i in checked},
+        summary=batch.summary,
+    )
+
+
+def parse_success_rate(scored: Scored) -> float:
+    """round(100 * (1 - gated samples / all samples), 1), as the official (which uses sample_num x tasks)."""
+    return round(100 * (1 - scored.gated / scored.samples), 1)
+
+
+def breakdown(scored: Scored, k: int, groups: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Mean per-task pass@k (x100, 1 decimal) within each group; tasks with < k samples are skipped."""
+    out: dict[str, float] = {}
+    for name, qids in sorted(groups.items()):
+        values = [
+            pass_at_k(len(scored.passed_by_qid[q]), sum(scored.passed_by_qid[q]), k) for q in qids if len(scored.passed_by_qid[q]) >= k
+        ]
+        if values:
+            out[name] = round(sum(values) / len(values) * 100, 1)
+    return out
+
+
+def by_task_type(scored: Scored, k: int) -> dict[str, float]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for qid, kind in scored.task_type.items():
+        groups[kind or "unknown"].append(qid)
+    return breakdown(scored, k, groups)
+
+
+def by_capability(scored: Scored, k: int) -> dict[str, float]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for qid, aspects in scored.capabilities.items():
+        for aspect in aspects:
+            groups[aspect].append(qid)
+    return breakdown(scored, k, groups)
+
+
+def pass_at(scored: Scored, k: int) -> float | None:
+    return pass_at_k_score(scored.passed_by_qid, k)
