@@ -19,6 +19,7 @@ from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.taskconfig import task_metadata
 
 SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
@@ -68,6 +69,7 @@ def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Datase
         metadata = task_metadata(task)
         if setting != "v2t" or strong_coder_enabled(metadata):
             require_opt_in(task)
+        warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
         dataset = load_documents()
         stamp = {"hev_task": task, "hev_setting": setting}
         if setting != "t2c":
