@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from lmms_tasks import tasks_path
+from lmms_tasks import BENCHMARKS, tasks_path
 
 
 class _Loader(yaml.SafeLoader):
@@ -38,9 +38,13 @@ def _load_with_includes(path: Path) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def _index(root: str) -> dict[str, Path]:
+def _index(root: str, only: tuple[str, ...] | None = None) -> dict[str, Path]:
+    """Task name -> YAML path under `root`; `only` limits the walk to those top-level folders (exported
+    upstream, the default root is lmms-eval's own task directory, ~2000 YAMLs that are not ours)."""
     found: dict[str, Path] = {}
-    for dirpath, _, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        if only is not None and os.path.abspath(dirpath) == os.path.abspath(root):
+            dirnames[:] = [d for d in dirnames if d in only]
         for filename in filenames:
             if filename.endswith(".yaml"):
                 path = Path(dirpath) / filename
@@ -52,7 +56,7 @@ def _index(root: str) -> dict[str, Path]:
 
 
 def task_yaml_path(task_name: str, root: str | None = None) -> Path:
-    index = _index(root or tasks_path())
+    index = _index(root) if root else _index(tasks_path(), tuple(BENCHMARKS))
     if task_name not in index:
         raise KeyError(f"no task named {task_name!r} under {root or tasks_path()}")
     return index[task_name]

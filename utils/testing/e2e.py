@@ -89,6 +89,15 @@ def offline_env(
     return env
 
 
+def include_path_args(include_path: str | None) -> list[str]:
+    """`--include_path DIR` (default: our tasks root); none when `include_path == ""` or when the root is
+    lmms-eval's own `lmms_eval/tasks` (our tasks exported upstream are built-in tasks there)."""
+    path = tasks_path() if include_path is None else include_path
+    if not path or (Path(path).name == "tasks" and Path(path).parent.name == "lmms_eval"):
+        return []
+    return ["--include_path", path]
+
+
 def lmms_eval_command(
     tasks: Sequence[str] | str,
     base_url: str,
@@ -118,8 +127,7 @@ def lmms_eval_command(
         model_arg_string,
         "--tasks",
         task_list,
-        "--include_path",
-        include_path or tasks_path(),
+        *include_path_args(include_path),
         "--batch_size",
         "1",
         "--log_samples",

@@ -1,0 +1,187 @@
+"""A small self-made package in our layout (task folder, library, templates, tests) and a fake lmms-eval
+checkout, so the exporter is tested on known input independently of the real benchmarks."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lmms_tasks.utils.upstream.sources import SourceTree
+
+MINI_FILES: dict[str, str] = {
+    "pkg/minipkg/__init__.py": '''
+        """Mini package."""
+        import os
+
+        __version__ = "9.9.1"
+        BENCHMARKS = ("mybench",)
+
+
+        def tasks_path() -> str:
+            return os.path.dirname(__file__)
+        ''',
+    "pkg/minipkg/mybench/__init__.py": "",
+    "pkg/minipkg/mybench/README.md": "# MyBench\n\nPaper: https://arxiv.org/abs/1234.56789\n",
+    "pkg/minipkg/mybench/_source.jsonl": '{"source": "mybench"}\n',
+    "pkg/minipkg/mybench/_default_template_yaml": """
+        # Shared by the MyBench tasks.
+        include: ../yaml_templates/base
+        process_results: !function utils.process_results
+        generation_kwargs:
+          max_new_tokens: 16
+        metadata:
+          version: 0.1
+        """,
+    "pkg/minipkg/mybench/mybench_a.yaml": """
+        task: mybench_a
+        include: _default_template_yaml
+        process_docs: !function minipkg.utils.mybench.hooks.process_docs
+        metric_list:
+          - {metric: acc, aggregation: !function utils.agg, higher_is_better: true}
+        """,
+    "pkg/minipkg/mybench/mybench_b.yaml": """
+        task: mybench_b
+        include: _default_template_yaml
+        test_split: test
+        """,
+    "pkg/minipkg/mybench/mybench.yaml": """
+        group: mybench
+        task: [mybench_a, mybench_b]
+        """,
+    "pkg/minipkg/mybench/utils.py": '''
+        """Thin hooks."""
+        from minipkg.utils.mybench.hooks import agg, process_results  # noqa: F401
+        ''',
+    "pkg/lib/__init__.py": '"""The mini library."""\n',
+    "pkg/lib/text.py": 'GREETING = "hello"\n',
+    "pkg/lib/unused.py": "NOT_EXPORTED = True\n",
+    "pkg/lib/shared.py": '''
+        from pathlib import Path
+
+        import minipkg.utils.text
+        from minipkg import tasks_path
+
+        CHILD = Path(__file__).with_name("child.py")
+
+
+        def greeting() -> str:
+            return minipkg.utils.text.GREETING + " from " + Path(tasks_path()).name
+        ''',
+    "pkg/lib/child.py": "print('child')\n",
+    "pkg/lib/prompts.py": '''
+        import json
+        from importlib import resources
+
+
+        def table() -> dict:
+            return json.loads(resources.files("minipkg.utils.resources").joinpath("table.json").read_text())
+        ''',
+    "pkg/lib/resources/__init__.py": "",
+    "pkg/lib/resources/table.json": '{"k": "v"}\n',
+    "pkg/lib/mybench/__init__.py": "NAME = 'mybench'\n",
+    "pkg/lib/mybench/parse.py": "def parse(x: str) -> str:\n    return x.strip()\n",
+    "pkg/lib/mybench/hooks.py": '''
+        """Hooks."""
+        from minipkg.utils import prompts, shared
+        from minipkg.utils.mybench import parse as parse_module
+
+        from . import NAME
+        from ..text import GREETING
+
+
+        def process_docs(dataset):
+            return dataset
+
+
+        def process_results(doc, results):
+            return {"acc": float(parse_module.parse(results[0]) == doc["answer"])}
+
+
+        def agg(items):
+            return sum(items) / len(items)
+
+
+        def describe() -> str:
+            return f"{NAME}: {shared.greeting()} {GREETING} {prompts.table()['k']}"
+        ''',
+    "pkg/lib/testing/__init__.py": "",
+    "pkg/lib/testing/helpers.py": "def double(x: int) -> int:\n    return 2 * x\n",
+    "pkg/templates/base": """
+        # Data keys every task shares.
+        dataset_path: json
+        dataset_kwargs:
+          data_files:
+            test: _source.jsonl
+        test_split: test
+        output_type: generate_until
+        """,
+    "pkg/tests/conftest.py": '''
+        import pytest
+
+
+        @pytest.fixture
+        def doubled() -> int:
+            from minipkg.utils.testing.helpers import double
+
+            return double(21)
+        ''',
+    "pkg/tests/mybench/test_hooks.py": '''
+        import pytest
+
+        from minipkg.utils.mybench.hooks import describe, process_results
+
+
+        @pytest.mark.e2e
+        def test_describe(doubled: int) -> None:
+            assert describe() == "mybench: hello from tasks hello v" and doubled == 42
+
+
+        def test_process_results() -> None:
+            assert process_results({"answer": "a"}, [" a "]) == {"acc": 1.0}
+
+
+        @pytest.mark.include_path_only
+        def test_tasks_live_in_our_package() -> None:
+            from minipkg import tasks_path
+
+            assert tasks_path().endswith("minipkg")
+        ''',
+}
+
+
+def write_mini(root: Path) -> SourceTree:
+    for rel, text in MINI_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return SourceTree(
+        package="minipkg",
+        package_dir=root / "pkg/minipkg",
+        library_dir=root / "pkg/lib",
+        templates_dir=root / "pkg/templates",
+        tests_dir=root / "pkg/tests",
+        benchmarks=("mybench",),
+        pytest_markers=("e2e: runs the real CLI",),
+    )
+
+
+@pytest.fixture
+def mini_tree(tmp_path: Path) -> SourceTree:
+    """Our layout in miniature; `../yaml_templates/base` is reached through a symlink, as in the repo."""
+    tree = write_mini(tmp_path / "src")
+    (tree.package_dir / "yaml_templates").symlink_to(tree.templates_dir, target_is_directory=True)
+    return tree
+
+
+@pytest.fixture
+def fake_checkout(tmp_path: Path) -> Path:
+    """The bare minimum of an lmms-eval checkout: importable `lmms_eval.tasks` and one built-in task."""
+    root = tmp_path / "checkout"
+    (root / "lmms_eval/tasks/_task_utils").mkdir(parents=True)
+    (root / "lmms_eval/__init__.py").write_text("")
+    (root / "lmms_eval/tasks/__init__.py").write_text("")
+    (root / "lmms_eval/tasks/mme").mkdir()
+    (root / "lmms_eval/tasks/mme/mme.yaml").write_text("task: mme\n")
+    return root

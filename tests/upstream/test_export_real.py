@@ -1,0 +1,191 @@
+"""The real benchmarks exported into a copy of the installed lmms_eval package that shadows it on
+PYTHONPATH (with `lmms_tasks` made unimportable): without --include_path, TaskManager lists every task
+and group, every hook resolves, the checkout's formatters accept the code, a second export changes no
+byte, and the fixture runs of the real CLI give the same metrics as through --include_path."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lmms_eval
+from lmms_tasks import tasks_path
+from lmms_tasks.utils.testing.demo import DEMO_ENV
+from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
+from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.upstream.cli import export
+from lmms_tasks.utils.upstream.sources import ExportError, SourceTree, default_tree
+from lmms_tasks.utils.upstream.writer import MANIFEST_PATH
+
+
+class Site:
+    def __init__(self, root: Path, poison: Path, files: list[str], tree: SourceTree) -> None:
+        self.root, self.poison, self.files, self.tree = root, poison, files, tree
+        self.benchmarks = tree.benchmarks
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(base if base is not None else os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(self.poison), str(self.root)])
+        return env
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """tmp/site/lmms_eval: a copy of the installed package with our benchmarks exported into it."""
+    base = tmp_path_factory.mktemp("upstream")
+    root = base / "site"
+    shutil.copytree(Path(lmms_eval.__file__).parent, root / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__"))
+    poison = base / "poison"
+    (poison / "lmms_tasks").mkdir(parents=True)
+    (poison / "lmms_tasks" / "__init__.py").write_text("raise ImportError('the exported tasks imported lmms_tasks')\n")
+    tree = _frozen(default_tree(), base / "src")
+    result, _ = export(root, tree)
+    return Site(root, poison, sorted(result.plan.files), tree)
+
+
+def _frozen(tree: SourceTree, dest: Path) -> SourceTree:
+    """A still copy of our sources: the real tree is being edited while the tests run."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(tree.library_dir, dest / "utils", ignore=ignore)
+    shutil.copytree(tree.templates_dir, dest / "yaml_templates", ignore=ignore)
+    shutil.copytree(tree.package_dir, dest / "lmms_tasks", ignore=ignore, symlinks=True)
+    if tree.tests_dir is not None:
+        shutil.copytree(tree.tests_dir, dest / "tests", ignore=ignore)
+    return dataclasses.replace(tree, package_dir=dest / "lmms_tasks", library_dir=dest / "utils", templates_dir=dest / "yaml_templates", tests_dir=dest / "tests" if tree.tests_dir else None)
+
+
+def _our_index() -> dict[str, str]:
+    from lmms_eval.tasks import TaskManager
+
+    return {name: entry["type"] for name, entry in TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index.items()}
+
+
+def test_without_include_path_task_manager_lists_every_task_and_group(site: Site) -> None:
+    prefixes = tuple(f"{site.root / 'lmms_eval' / 'tasks' / b}{os.sep}" for b in site.benchmarks)
+    code = (
+        "import json, lmms_eval\n"
+        "from lmms_eval.tasks import TaskManager\n"
+        "from lmms_eval.utils import load_yaml_config\n"
+        "index = TaskManager(verbosity='ERROR').task_index\n"
+        f"ours = {{k: v for k, v in index.items() if str(v.get('yaml_path', '')).startswith({prefixes!r})}}\n"
+        "from lmms_eval.tasks._task_utils.lmms_tasks.taskconfig import task_yaml_path\n"
+        "for name, v in ours.items():\n"
+        "    load_yaml_config(v['yaml_path'], mode='full')  # imports every !function hook\n"
+        "    if v['type'] == 'task':  # per-task settings are read back from the exported YAML\n"
+        "        assert str(task_yaml_path(name)) == v['yaml_path'], (name, task_yaml_path(name))\n"
+        "print(json.dumps({'file': lmms_eval.__file__, 'index': {k: v['type'] for k, v in ours.items()}}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=site.env(), cwd=site.root.parent, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-4000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["file"] == str(site.root / "lmms_eval" / "__init__.py")
+    expected = _our_index()
+    assert expected and report["index"] == expected
+    assert {"group"} <= set(expected.values()) and len([t for t in expected.values() if t == "task"]) >= len(site.benchmarks)
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    paths = [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def test_second_export_changes_no_byte(site: Site) -> None:
+    before = _snapshot(site.root)
+    _, outcome = export(site.root, site.tree)
+    assert not outcome.changed and len(outcome.unchanged) == len(site.files)
+    assert _snapshot(site.root) == before
+
+
+def test_refuses_to_overwrite_an_upstream_file(tmp_path: Path) -> None:
+    """A checkout that already has, e.g., its own `vlm2_bench/utils.py` is left untouched."""
+    (tmp_path / "lmms_eval/tasks/vlm2_bench").mkdir(parents=True)
+    theirs = tmp_path / "lmms_eval/tasks/vlm2_bench/utils.py"
+    theirs.write_text("# upstream's own file\n")
+    with pytest.raises(ExportError, match=r"lmms_eval/tasks/vlm2_bench/utils\.py \(not written by lmms-tasks\)"):
+        export(tmp_path, default_tree(["vlm2_bench"]), format_code=False)
+    assert theirs.read_text() == "# upstream's own file\n"
+    assert not (tmp_path / MANIFEST_PATH).exists() and not (tmp_path / "test").exists()
+
+
+def test_exported_python_passes_the_formatters_and_has_no_undefined_names(site: Site) -> None:
+    python = [f for f in site.files if f.endswith(".py")]
+    assert python
+    for command in (
+        ["black", "--check", "--line-length=240"],
+        ["isort", "--check-only", "--profile", "black"],
+        ["ruff", "check", "--no-cache", "--isolated", "--select", "E9,F63,F7,F82"],
+    ):
+        out = subprocess.run([sys.executable, "-m", *command, *python], cwd=site.root, capture_output=True, text=True, timeout=600, check=False)
+        assert out.returncode == 0, f"{command[0]}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+
+
+def _numeric_metrics(result: RunResult, tasks: set[str]) -> dict[str, dict[str, Any]]:
+    """Every metric value of our tasks and groups (the non-deterministic wall-clock ones left out)."""
+    found: dict[str, dict[str, Any]] = {}
+    for section in ("results", "groups"):
+        for task, values in result.results.get(section, {}).items():
+            if task in tasks:
+                found[f"{section}/{task}"] = {k: v for k, v in values.items() if k != "alias" and "wall" not in k and isinstance(v, (int, float, str))}
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    return a == b
+
+
+@pytest.mark.e2e
+def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, tmp_path: Path) -> None:
+    ours = set(_our_index())
+    compared: list[str] = []
+    n_values = 0
+    with StandInServer(default_reply="") as server:
+        modules, data_env = {}, {}
+        for benchmark in site.benchmarks:
+            try:
+                module = importlib.import_module(f"lmms_tasks.utils.testing.fixtures.{benchmark}")
+            except ModuleNotFoundError:
+                continue
+            fixtures = module.write(tmp_path / "data" / benchmark)
+            module.script_demo(server, fixtures)
+            data_env.update(fixtures.env)
+            modules[benchmark] = module
+        assert modules, "no benchmark has fixtures"
+        for benchmark, module in modules.items():
+            previous: dict[str, RunResult | None] = {"include_path": None, "exported": None}
+            for stage, tasks in enumerate(getattr(module, "DEMO_STAGES", [[benchmark]])):
+                runs = {}
+                for mode in ("include_path", "exported"):
+                    work = tmp_path / mode
+                    env = offline_env(server.base_url, work, data_env=data_env, extra=DEMO_ENV)
+                    if hasattr(module, "stage_env"):
+                        env.update(module.stage_env(stage, previous[mode]))
+                    if mode == "exported":
+                        env = site.env(env)
+                    include = None if mode == "include_path" else ""
+                    runs[mode] = run_lmms_eval(tasks, server.base_url, work / f"{benchmark}_{stage}", env=env, include_path=include).check()
+                    previous[mode] = runs[mode]
+                assert "--include_path" not in runs["exported"].command and "--include_path" in runs["include_path"].command
+                via_include = _numeric_metrics(runs["include_path"], ours)
+                via_export = _numeric_metrics(runs["exported"], ours)
+                assert via_include and set(via_include) == set(via_export)
+                for key, values in via_include.items():
+                    assert set(values) == set(via_export[key]), key
+                    differing = {m: (v, via_export[key][m]) for m, v in values.items() if not _same(v, via_export[key][m])}
+                    assert not differing, f"{key}: {differing}"
+                compared += sorted(via_include)
+                n_values += sum(len(v) for v in via_include.values())
+                assert any(isinstance(v, (int, float)) and not math.isnan(v) for section in via_include.values() for v in section.values())
+    print(f"compared {n_values} metric values in {len(compared)} task/group result sections: {compared}")

@@ -1,0 +1,345 @@
+"""Build the export plan: which files an lmms-eval pull request needs, with their exported text.
+
+Discovery starts from each benchmark folder (every file in it; `utils.py` and the YAMLs' `!function
+pkg.…` tags lead into the library) and from the benchmark's tests (which lead into the test support
+code), and follows every reference to our package transitively (`pyrewrite`). Nothing is listed by hand.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmms_tasks.utils.upstream import catalog, yamlexport
+from lmms_tasks.utils.upstream.pyrewrite import drop_marked_tests, read_python, rewrite_prose, rewrite_python
+from lmms_tasks.utils.upstream.sources import ExportError, ModuleMap, SourceTree, iter_files
+from lmms_tasks.utils.upstream.style import Style, format_sources
+from lmms_tasks.utils.upstream.writer import Plan
+
+TEST_ROOT = "test/eval"
+FIXTURES_MODULE = "testing.pytest_fixtures"  # below the library package: where tests/conftest.py goes
+PROVIDED_TOP_LEVEL = {"__version__", "BENCHMARKS", "tasks_path"}
+
+
+@dataclass
+class Export:
+    """A plan plus what the report needs: leftover mentions, third-party imports, group names."""
+
+    plan: Plan
+    leftovers: list[str] = field(default_factory=list)
+    dropped_tests: list[str] = field(default_factory=list)
+    third_party: set[str] = field(default_factory=set)
+    task_names: dict[str, list[str]] = field(default_factory=dict)
+
+
+class _Builder:
+    def __init__(self, tree: SourceTree) -> None:
+        self.tree = tree
+        self.mapping = ModuleMap(tree)
+        self.files: dict[str, str | bytes] = {}
+        self.pending: list[tuple[str, str]] = []  # (module, referenced from)
+        self.done: set[str] = set()
+        self.leftovers: list[str] = []
+        self.third_party: set[str] = set()
+        self.top_level_names: dict[str, str] = {}
+        self.dropped_tests: list[str] = []
+        self.prose: list[tuple[str, bool]] = []  # (dest, comments only) rewritten once the file set is known
+
+    # -- python ----------------------------------------------------------------------------------
+    def python(self, source_path: Path, dest: str, module: str | None, drop_marked: bool = False) -> None:
+        source = read_python(source_path)
+        if drop_marked:
+            source, dropped = drop_marked_tests(source, str(source_path))
+            self.dropped_tests += [f"{dest}::{name}" for name in dropped]
+        result = rewrite_python(source, str(source_path), module, self.mapping)
+        self.files[dest] = result.text
+        self.leftovers += result.leftovers
+        for name in result.top_level_names:
+            self.top_level_names.setdefault(name, str(source_path))
+        for dep in sorted(result.dependencies):
+            self.pending.append((dep, str(source_path)))
+        self._siblings(source_path, dest, result.file_names)
+        self.third_party |= _third_party_imports(result.text)
+
+    def _siblings(self, source_path: Path, dest: str, names: set[str]) -> None:
+        """Files next to a module that it names by string (`Path(__file__).with_name("child.py")`)."""
+        dest_dir = dest.rsplit("/", 1)[0]
+        for name in sorted(names):
+            sibling = source_path.parent / name
+            target = f"{dest_dir}/{name}"
+            if not sibling.is_file() or sibling == source_path or target in self.files:
+                continue
+            module = self.tree.module_of_file(sibling) if sibling.suffix == ".py" else None
+            if module is not None:
+                self.pending.append((module, f"{source_path} (names {name!r})"))
+            elif sibling.suffix == ".py":
+                self.python(sibling, target, None)
+            else:
+                self.files[target] = sibling.read_bytes()
+
+    def rewrite_docs(self) -> None:
+        """READMEs and YAML comments: name the exported modules (only those actually exported)."""
+
+        def exported(module: str) -> bool:
+            first = module.split(".")[:2]
+            if len(first) > 1 and first[1] in self.tree.benchmarks and self.tree.benchmark_dir(first[1]).is_dir():
+                return True
+            return self.mapping.target_path(module, self.tree.is_package(module)) in self.files
+
+        for dest, comments_only in self.prose:
+            text = str(self.files[dest])
+            if comments_only:
+                pieces = [rewrite_prose(line, self.mapping, exported) if line.lstrip().startswith("#") else (line, []) for line in text.splitlines(keepends=True)]
+                text, left = "".join(p[0] for p in pieces), [m for p in pieces for m in p[1]]
+            else:
+                text, left = rewrite_prose(text, self.mapping, exported)
+            self.files[dest] = text
+            self.leftovers += [f"{dest}: still mentions {self.tree.package}: {line}" for line in left]
+
+    def tag_target(self, dotted: str) -> str:
+        if dotted.split(".")[0] != self.tree.package:
+            return dotted
+        module, _, attr = dotted.rpartition(".")
+        if self.tree.module_file(module) is None:
+            raise ExportError(f"`!function {dotted}`: {module!r} is not a module of {self.tree.package}")
+        self.pending.append((module, f"!function {dotted}"))
+        return f"{self.mapping.target(module)}.{attr}"
+
+    def closure(self) -> None:
+        while self.pending:
+            module, referrer = self.pending.pop()
+            parts = module.split(".")
+            for n in range(1, len(parts) + 1):  # parent packages' __init__ run on import: export them too
+                self._module(".".join(parts[:n]), referrer)
+
+    def _module(self, module: str, referrer: str) -> None:
+        if module in self.done:
+            return
+        self.done.add(module)
+        tree = self.tree
+        parts = module.split(".")
+        if module in (tree.package, tree.library_package):
+            return  # generated shared __init__ (see `_shared_init`)
+        if len(parts) >= 2 and parts[1] in tree.benchmarks:
+            return  # the task folder, exported whole by `benchmark`
+        path = tree.module_file(module)
+        if path is None:
+            raise ExportError(f"{referrer}: needs {module!r}, which does not exist in {tree.library_dir}")
+        is_package = path.name == "__init__.py"
+        self.python(path, self.mapping.target_path(module, is_package), module)
+        if is_package:
+            self._package_data(path.parent, self.mapping.target_path(module, True).rsplit("/", 1)[0])
+
+    def _package_data(self, package_dir: Path, dest_dir: str) -> None:
+        """Non-Python files of a package (resources such as prompts_exact.json), plain data subfolders included."""
+        for path in iter_files(package_dir):
+            rel = path.relative_to(package_dir)
+            if path.suffix == ".py" or any((package_dir.joinpath(*rel.parts[: i + 1]) / "__init__.py").is_file() for i in range(len(rel.parts) - 1)):
+                continue
+            if yamlexport.is_yaml_file(path) and path.suffix == ".yaml":
+                raise ExportError(f"{path}: a .yaml data file inside lmms_eval/tasks would be indexed (and may break) TaskManager")
+            self.files[f"{dest_dir}/{rel.as_posix()}"] = path.read_bytes()
+
+    # -- benchmark folder and tests ----------------------------------------------------------------
+    def benchmark(self, benchmark: str) -> list[str]:
+        folder = self.tree.benchmark_dir(benchmark)
+        if not folder.is_dir() or not any(folder.glob("*.yaml")):
+            raise ExportError(f"{folder}: no task YAML for benchmark {benchmark!r}")
+        for path in iter_files(folder):
+            rel = path.relative_to(folder).as_posix()
+            dest = f"lmms_eval/tasks/{benchmark}/{rel}"
+            if path.suffix == ".py":
+                self.python(path, dest, self.tree.module_of_file(path))
+            elif yamlexport.is_yaml_file(path):
+                self.files[dest] = yamlexport.export_yaml(path, folder, self.tag_target)
+                self.prose.append((dest, True))
+            elif path.suffix == ".md":
+                self.files[dest] = path.read_text(encoding="utf-8")
+                self.prose.append((dest, False))
+            else:
+                self.files[dest] = path.read_bytes()
+        return _top_level_names(folder)
+
+    def tests(self, benchmark: str) -> None:
+        tests_dir = self.tree.tests_dir
+        if tests_dir is None or not (tests_dir / benchmark).is_dir():
+            return
+        dest_root = f"{TEST_ROOT}/{benchmark}"
+        conftest_extra = ""
+        for path in iter_files(tests_dir / benchmark):
+            rel = path.relative_to(tests_dir / benchmark).as_posix()
+            if path.suffix == ".py":
+                self.python(path, f"{dest_root}/{rel}", None, drop_marked=True)
+            else:
+                self.files[f"{dest_root}/{rel}"] = path.read_bytes()
+        self.files.setdefault(f"{dest_root}/__init__.py", "")
+        shared = tests_dir / "conftest.py"
+        if shared.is_file():
+            fixtures = f"{self.tree.library_package}.{FIXTURES_MODULE}"
+            if not self.tree.is_package(fixtures.rsplit(".", 1)[0]):
+                raise ExportError(f"{shared}: shared fixtures need the package {fixtures.rsplit('.', 1)[0]!r} to live in")
+            dest = self.mapping.target_path(fixtures, False)
+            if dest not in self.files:
+                self.python(shared, dest, fixtures)
+                self.pending.append((fixtures.rsplit(".", 1)[0], str(shared)))
+            names = _fixture_names(shared)
+            if names:
+                conftest_extra += f"from {self.mapping.target(fixtures)} import {', '.join(names)}  # noqa: F401\n"
+        existing = self.files.get(f"{dest_root}/conftest.py", "")
+        self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, conftest_extra, self.tree.pytest_markers, str(existing))
+
+    # -- shared package __init__ -------------------------------------------------------------------
+    def shared_init(self) -> None:
+        unknown = {n: where for n, where in self.top_level_names.items() if n not in PROVIDED_TOP_LEVEL}
+        if unknown:
+            raise ExportError("exported code imports names from the top-level package that the export does not provide: " + ", ".join(f"{n} ({w})" for n, w in sorted(unknown.items())))
+        version = _literal(self.tree.module_file(self.tree.package), "__version__") or "0.0.0"
+        doc = ""
+        library_init = self.tree.module_file(self.tree.library_package)
+        if library_init is not None:
+            doc = ast.get_docstring(ast.parse(library_init.read_text(encoding="utf-8"))) or ""
+        self.files[self.mapping.target_path(self.tree.package, True)] = _SHARED_INIT.format(
+            doc=(doc + "\n\n" if doc else "") + _SHARED_NOTE,
+            version=version,
+            benchmarks=repr(tuple(self.tree.benchmarks)),
+        )
+
+
+_SHARED_NOTE = (
+    "Exported from lmms-tasks (`python -m lmms_tasks export-upstream`). In lmms-tasks the task folders live\n"
+    "in their own include-path root; here they are lmms-eval's own task folders, so `tasks_path()` is\n"
+    "`lmms_eval/tasks` and `BENCHMARKS` names the folders that belong to this package."
+)
+
+_SHARED_INIT = '''"""{doc}"""
+
+from __future__ import annotations
+
+import os
+
+__version__ = "{version}"
+
+BENCHMARKS = {benchmarks}
+
+
+def tasks_path() -> str:
+    """lmms-eval's task directory, which holds the benchmark folders listed in BENCHMARKS."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+'''
+
+
+def _conftest(benchmark: str, imports: str, markers: tuple[str, ...], existing: str) -> str:
+    lines = [f'"""pytest set-up for the {benchmark} tests: the shared fixtures and the markers they use (exported from lmms-tasks)."""', ""]
+    if imports:
+        lines.append(imports.rstrip("\n"))
+    if markers:
+        lines += ["", "", "def pytest_configure(config):"]
+        lines += [f"    config.addinivalue_line(\"markers\", {m!r})" for m in markers]
+    text = "\n".join(lines) + "\n"
+    return text + ("\n\n" + existing if existing.strip() else "")
+
+
+def _fixture_names(conftest: Path) -> list[str]:
+    """Functions decorated with `pytest.fixture` in the shared conftest."""
+    names = []
+    for node in ast.parse(conftest.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list):
+            names.append(node.name)
+    return names
+
+
+def _literal(path: Path | None, name: str) -> str | None:
+    if path is None:
+        return None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = ast.literal_eval(node.value)
+            return str(value)
+    return None
+
+
+def _third_party_imports(text: str) -> set[str]:
+    import sys
+
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in ("lmms_eval", "__future__"):
+                found.add(top)
+    return found
+
+
+def _top_level_names(folder: Path) -> list[str]:
+    """The names a user runs: groups no other group of the folder contains (else the tasks)."""
+    groups: dict[str, list[str]] = {}
+    tasks: list[str] = []
+    for path in sorted(folder.glob("*.yaml")):
+        config = yamlexport.load_plain(path)
+        if isinstance(config.get("task"), list) and isinstance(config.get("group"), str):
+            groups[config["group"]] = [t if isinstance(t, str) else str(t.get("task")) for t in config["task"]]
+        elif isinstance(config.get("task"), str):
+            tasks.append(config["task"])
+    members = {m for ms in groups.values() for m in ms}
+    top = sorted(g for g in groups if g not in members)
+    return top or sorted(tasks)
+
+
+def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> Export:
+    """The full export of `tree.benchmarks` (formatted with `style` when given)."""
+    builder = _Builder(tree)
+    export = Export(plan=Plan(files={}))
+    sections: dict[str, str] = {}
+    lines: list[str] = []
+    for benchmark in tree.benchmarks:
+        names = builder.benchmark(benchmark)
+        export.task_names[benchmark] = names
+        entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
+        lines.append(entry.line())
+        sections[entry.line()] = entry.section
+        if include_tests:
+            builder.tests(benchmark)
+    builder.closure()
+    builder.shared_init()
+    builder.rewrite_docs()
+    texts = {rel: data for rel, data in builder.files.items() if isinstance(data, str)}
+    if style is not None:
+        texts = format_sources(texts, style)
+    files: dict[str, bytes] = {rel: (texts[rel].encode("utf-8") if rel in texts else data) for rel, data in builder.files.items()}  # type: ignore[misc]
+    export.plan = Plan(files=dict(sorted(files.items())), catalog_lines=lines, catalog_sections=sections)
+    export.leftovers = builder.leftovers
+    export.dropped_tests = builder.dropped_tests
+    export.third_party = builder.third_party
+    return export
+
+
+def undeclared_imports(modules: set[str], root: Path) -> list[str]:
+    """Third-party modules the exported code imports whose distribution the checkout's pyproject.toml
+    does not declare (dependencies or any optional group), as "module (distribution)"."""
+    import importlib.metadata
+    import re
+    import tomllib
+
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        return []
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    requirements = list(project.get("dependencies", [])) + [r for group in project.get("optional-dependencies", {}).values() for r in group]
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {norm(re.split(r"[\s<>=!~;\[(]", r.strip(), maxsplit=1)[0]) for r in requirements if r.strip()}
+    distributions = importlib.metadata.packages_distributions()
+    missing = []
+    for module in sorted(modules):
+        names = distributions.get(module, [module])
+        if not any(norm(n) in declared for n in names):
+            missing.append(f"{module} ({', '.join(sorted(set(names)))})")
+    return missing
