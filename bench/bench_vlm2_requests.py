@@ -43,7 +43,7 @@ N_DISTINCT_IMAGES = 16
 def write_release(root: Path, images_per_record: int) -> None:
     from lmms_tasks.utils.testing.media import make_image, write_video
 
-    for family, rel in IMAGE_DIRS.items():
+    for rel in IMAGE_DIRS.values():
         folder = root / rel
         folder.mkdir(parents=True, exist_ok=True)
         for k in range(N_DISTINCT_IMAGES):

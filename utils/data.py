@@ -11,8 +11,10 @@ fixtures, so this exact code is what they exercise.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,13 +105,11 @@ def release_root(source: DataSource, cache_name: str) -> Path:
     return target
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Read a JSONL file; a malformed line raises an error naming the file and line number."""
-    import json
-
+def iter_jsonl(path: Path, error: type[Exception] = DataError) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSONL file; a missing file or a malformed line
+    raises `error` with a message naming the file and the line."""
     if not path.is_file():
-        raise DataError(f"missing data file: {path}")
-    records: list[dict] = []
+        raise error(f"missing file: {path}")
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -117,8 +117,12 @@ def read_jsonl(path: Path) -> list[dict]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                raise error(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
             if not isinstance(record, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-            records.append(record)
-    return records
+                raise error(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+            yield lineno, record
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every object of a JSONL file (errors name the file and line)."""
+    return [record for _, record in iter_jsonl(path)]

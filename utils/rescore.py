@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils import judge
-from lmms_tasks.utils.taskconfig import task_yaml_path
-
 from lmms_tasks import tasks_path
+from lmms_tasks.utils import judge
+from lmms_tasks.utils.data import iter_jsonl
+from lmms_tasks.utils.taskconfig import task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 
@@ -42,20 +42,7 @@ class RescoreError(RuntimeError):
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """The samples JSONL, one dict per line; a bad line is an error naming the file and line number."""
-    if not path.is_file():
-        raise RescoreError(f"no samples file at {path}")
-    samples: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RescoreError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(sample, dict):
-                raise RescoreError(f"{path}:{number}: expected a JSON object per line")
-            samples.append(sample)
+    samples = [sample for _, sample in iter_jsonl(path, RescoreError)]
     if not samples:
         raise RescoreError(f"{path} holds no samples")
     return samples

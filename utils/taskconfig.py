@@ -37,7 +37,7 @@ def _load_with_includes(path: Path) -> dict[str, Any]:
     return merged
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _index(root: str, only: tuple[str, ...] | None = None) -> dict[str, Path]:
     """Task name -> YAML path under `root`; `only` limits the walk to those top-level folders (exported
     upstream, the default root is lmms-eval's own task directory, ~2000 YAMLs that are not ours)."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PIL import Image
+
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.rescore import rescore
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from PIL import Image
 
 SYSTEM = "You are a helpful math assistant. Answer precisely in Korean if the prompt is Korean."
 ITEMS = {item["question_idx"]: item for item in fixture.ITEMS}

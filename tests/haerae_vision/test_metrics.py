@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.haerae_vision import metrics
 from lmms_tasks.utils.haerae_vision.judging import template

@@ -8,6 +8,7 @@ or several tags, a zero denominator and anything else unparseable give None (whi
 from __future__ import annotations
 
 import pytest
+
 from lmms_tasks.utils.haerae_vision.judging import parse_score
 
 EVIDENCE = '<evidence>\nItem 1:\nevidence: "젤다의 전설이라고 명시"\nexplanation: 제목을 정확히 밝힘 (규칙 2)\nmet: 1\n\nItem 2:\nevidence: "…"\nexplanation: 플랫폼 언급 없음\nmet: 0\n</evidence>\n'

@@ -4,8 +4,9 @@ strip (quirks K6, K7)."""
 from __future__ import annotations
 
 import pytest
-from lmms_tasks.utils.haerae_vision.prompting import build_messages, clean_response, images, question_text, strip_reasoning
 from PIL import Image
+
+from lmms_tasks.utils.haerae_vision.prompting import build_messages, clean_response, images, question_text, strip_reasoning
 
 SYSTEM = "You are a helpful math assistant. Answer precisely in Korean if the prompt is Korean."
 

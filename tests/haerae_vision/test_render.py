@@ -9,6 +9,7 @@ import datasets
 import numpy as np
 import pandas as pd
 import pytest
+
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, csv_cell, numpy_list_str, render_checklist
 
 LISTS = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from lmms_tasks.utils.humaneval_v.extraction import post_process, select_content
 
 SIG = 'def solution(a):\n    """doc"""\n'

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from lmms_tasks.utils.data import DataError
 from lmms_tasks.utils.humaneval_v import execution, hooks
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed

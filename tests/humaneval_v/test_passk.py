@@ -5,6 +5,7 @@ from __future__ import annotations
 from math import comb
 
 import pytest
+
 from lmms_tasks.utils.humaneval_v.passk import official_k, pass_at_k, pass_at_k_score
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from lmms_tasks.utils.sandbox import Limits, SandboxPool, run_program, sandboxed_pids
 
 SECRET = "sk-test-secret-should-never-leak"

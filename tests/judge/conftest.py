@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import openai
 import pytest
+
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
 from lmms_tasks.utils.testing.openai_server import StandInServer
@@ -57,7 +58,7 @@ def test_faults_are_retried_counted_and_nothing_is_lost(server: StandInServer, f
     batch = judge_batch("fault_task", requests_for(texts), parse_score, config=fast_config, output_dir=tmp_path / "out")
 
     counts = per_text(server)
-    for i, (text, kind, _, expected_requests, ok) in enumerate(FAULT_CASES):
+    for i, (text, _kind, _, expected_requests, ok) in enumerate(FAULT_CASES):
         outcome = batch.outcomes[str(i)]
         assert counts[text] == expected_requests, (text, counts[text])
         assert outcome.attempts == expected_requests, text

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from lmms_tasks.utils import judge, rescore
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -94,7 +95,7 @@ def test_rescore_reports_bad_input_naming_the_culprit(
 
     samples.write_text(lines[0] + "\n{not json\n", encoding="utf-8")
     assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == 2
-    assert f"{samples}:2: not JSON" in capsys.readouterr().err
+    assert f"{samples}:2: not valid JSON" in capsys.readouterr().err
 
     unknown = write_samples(tmp_path / "run2", "no_such_task")
     assert rescore.main([str(unknown), "--include-path", str(mini_task_root)]) == 2

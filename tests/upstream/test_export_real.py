@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import lmms_eval
 import pytest
 
-import lmms_eval
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.testing.demo import DEMO_ENV
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval

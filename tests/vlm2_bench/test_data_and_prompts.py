@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from lmms_tasks.utils.data import DataError
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
 from lmms_tasks.utils.testing.media import colour_for

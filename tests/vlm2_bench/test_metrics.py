@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+
 from lmms_tasks.utils.vlm2_bench import hooks
 from lmms_tasks.utils.vlm2_bench.metrics import (
     count_item_score,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from lmms_tasks.utils.vlm2_bench.parsers import (
     count_options,
     extract_numbers,

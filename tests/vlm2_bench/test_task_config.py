@@ -4,10 +4,10 @@ returns, group metric names match no other metric by substring, generation setti
 from __future__ import annotations
 
 import pytest
-from lmms_tasks.utils.taskconfig import task_config
-from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.taskconfig import task_config
+from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]
 GROUPS = {"vlm2_bench", "vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"}

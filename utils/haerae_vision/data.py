@@ -10,6 +10,7 @@ official CSV holds it, `render.render_checklist`).
 from __future__ import annotations
 
 import datasets
+
 from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist

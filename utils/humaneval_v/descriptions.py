@@ -4,12 +4,11 @@ file, and (strong-coder setting) turn them into code with an OpenAI-compatible c
 from __future__ import annotations
 
 import glob
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.data import DataError, iter_jsonl
 
 DESCRIPTIONS_ENV = "HUMANEVAL_V_DESCRIPTIONS"
 STRONG_CODER_ENV = "HUMANEVAL_V_STRONG_CODER"
@@ -46,18 +45,11 @@ def resolve_samples_file(t2c_task: str, configured: str | None = None) -> Path:
 def read_descriptions(path: Path) -> dict[str, list[str]]:
     """qid -> descriptions, in sample order, from a v2t samples JSONL (errors name file and line)."""
     out: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            value = record.get(DESCRIPTION_KEY) if isinstance(record, dict) else None
-            if not isinstance(value, dict) or "qid" not in value or not isinstance(value.get("descriptions"), list):
-                raise DataError(f"{path}:{lineno}: not a humaneval_v_v2t sample (no '{DESCRIPTION_KEY}' with qid and descriptions)")
-            out[str(value["qid"])] = [str(d) for d in value["descriptions"]]
+    for lineno, record in iter_jsonl(path):
+        value = record.get(DESCRIPTION_KEY)
+        if not isinstance(value, dict) or "qid" not in value or not isinstance(value.get("descriptions"), list):
+            raise DataError(f"{path}:{lineno}: not a humaneval_v_v2t sample (no '{DESCRIPTION_KEY}' with qid and descriptions)")
+        out[str(value["qid"])] = [str(d) for d in value["descriptions"]]
     if not out:
         raise DataError(f"{path}: no descriptions")
     return out

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import datasets
+
 from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
 from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled

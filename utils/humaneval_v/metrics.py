@@ -54,7 +54,7 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
     records = []
     cursor = 0
     for item in checked:
-        for position, prediction in enumerate(item["programs"]):
+        for position, _prediction in enumerate(item["programs"]):
             verdict = batch.verdicts[cursor]
             cursor += 1
             passed_by_qid[str(item["qid"])].append(verdict.passed)

@@ -12,9 +12,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from lmms_tasks import tasks_path
 
@@ -45,7 +46,7 @@ class RunResult:
             raise KeyError(f"{key!r} not in results of {task!r} (have {sorted(section)})")
         return section[key]
 
-    def check(self) -> "RunResult":
+    def check(self) -> RunResult:
         """Raise with the tail of the run's output when lmms-eval failed or wrote no results."""
         if self.returncode != 0 or self.results_path is None:
             tail = (self.stdout[-4000:] + "\n--- stderr ---\n" + self.stderr[-8000:]).strip()

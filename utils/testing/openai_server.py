@@ -16,9 +16,10 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 Reply = str | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]
@@ -197,7 +198,7 @@ class StandInServer:
         self._stopping = threading.Event()
 
     # -- scripting -------------------------------------------------------------------------------
-    def script(self, matcher: Matcher, reply: Reply) -> "StandInServer":
+    def script(self, matcher: Matcher, reply: Reply) -> StandInServer:
         """Answer requests matching `matcher` (substring of the request text, or a predicate).
 
         A list reply is served in turn to successive matching requests (cycling), which is how
@@ -208,12 +209,12 @@ class StandInServer:
             self._rules.append(_Rule(matcher, reply, cycle))
         return self
 
-    def script_many(self, rules: Iterable[tuple[Matcher, Reply]]) -> "StandInServer":
+    def script_many(self, rules: Iterable[tuple[Matcher, Reply]]) -> StandInServer:
         for matcher, reply in rules:
             self.script(matcher, reply)
         return self
 
-    def fault(self, matcher: Matcher, kind: str, times: int | None = 1, retry_after: float | None = None) -> "StandInServer":
+    def fault(self, matcher: Matcher, kind: str, times: int | None = 1, retry_after: float | None = None) -> StandInServer:
         """Inject a fault for requests matching `matcher`, `times` times per distinct request."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
@@ -237,7 +238,7 @@ class StandInServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "StandInServer":
+    def start(self) -> StandInServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -295,7 +296,7 @@ class StandInServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "StandInServer":
+    def __enter__(self) -> StandInServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

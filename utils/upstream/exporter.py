@@ -324,6 +324,7 @@ def undeclared_imports(modules: set[str], root: Path) -> list[str]:
     does not declare (dependencies or any optional group), as "module (distribution)"."""
     import importlib.metadata
     import re
+
     import tomllib
 
     pyproject = root / "pyproject.toml"

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 from lmms_tasks.utils.upstream.sources import ExportError, ModuleMap
-
 
 _FILE_NAME = re.compile(r"[\w.-]+\.[A-Za-z0-9]{1,8}")
 

@@ -13,10 +13,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tomllib
 import yaml
 
 from lmms_tasks.utils.upstream.sources import ExportError

@@ -11,10 +11,10 @@ original and the exported file with that same merge rule and comparing the confi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import yaml
 

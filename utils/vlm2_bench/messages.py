@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from PIL import Image
+
 from lmms_tasks.utils.data import DataError
 from lmms_tasks.utils.prompts import prompt
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
-from PIL import Image
 
 USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
 

@@ -18,8 +18,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from lmms_tasks.utils.data import DataError
 from PIL import Image
+
+from lmms_tasks.utils.data import DataError
 
 FPS = 1.0
 MAX_PIXELS = 360 * 420
