@@ -69,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tasks", nargs="*", default=["vlm2_bench", "humaneval_v_v2c", "haerae_vision"], help="task or group names")
     parser.add_argument("--limit", type=int, default=None, help="only the first N documents of each task")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--max", action="store_true", help="print only the maximum (for scripts: limit_mm_per_prompt)")
     args = parser.parse_args(argv)
     stats = media_stats(args.tasks, args.limit)
+    if args.max:
+        print(max((s.max_images for s in stats), default=0))
+        return 0
     if args.json:
         print(json.dumps([asdict(s) for s in stats], indent=2))
         return 0
