@@ -3,8 +3,6 @@ logic and state live in `lmms_tasks.utils.vlm2_bench`."""
 
 from __future__ import annotations
 
-import datasets
-
 from lmms_tasks.utils.vlm2_bench.hooks import (  # noqa: F401 - re-exported for `!function utils.<name>`
     cnt_acc,
     cnt_n_out_of_range,
@@ -21,7 +19,7 @@ from lmms_tasks.utils.vlm2_bench.hooks import (  # noqa: F401 - re-exported for 
     gc_exact_pos_acc,
     grp_acc,
     grp_n,
-    process_docs,
+    process_docs_for,
     process_results,
     tf_n_pairs,
     tf_neg_acc,
@@ -39,38 +37,13 @@ from lmms_tasks.utils.vlm2_bench.hooks import (  # noqa: F401 - re-exported for 
     vlm2_score,
 )
 
-
-def process_docs_gc_mat(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("gc_mat", dataset)
-
-
-def process_docs_gc_trk(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("gc_trk", dataset)
-
-
-def process_docs_oc_cpr(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("oc_cpr", dataset)
-
-
-def process_docs_oc_cnt(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("oc_cnt", dataset)
-
-
-def process_docs_oc_grp(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("oc_grp", dataset)
-
-
-def process_docs_pc_cpr(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("pc_cpr", dataset)
-
-
-def process_docs_pc_cnt(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("pc_cnt", dataset)
-
-
-def process_docs_pc_grp(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("pc_grp", dataset)
-
-
-def process_docs_pc_vid(dataset: datasets.Dataset) -> datasets.Dataset:
-    return process_docs("pc_vid", dataset)
+# One `process_docs` per subtask YAML: each loads that subtask's documents.
+process_docs_gc_mat = process_docs_for("gc_mat")
+process_docs_gc_trk = process_docs_for("gc_trk")
+process_docs_oc_cpr = process_docs_for("oc_cpr")
+process_docs_oc_cnt = process_docs_for("oc_cnt")
+process_docs_oc_grp = process_docs_for("oc_grp")
+process_docs_pc_cpr = process_docs_for("pc_cpr")
+process_docs_pc_cnt = process_docs_for("pc_cnt")
+process_docs_pc_grp = process_docs_for("pc_grp")
+process_docs_pc_vid = process_docs_for("pc_vid")

@@ -36,30 +36,36 @@ def _cached_texts(cache_dir: Path) -> set[str]:
     return texts
 
 
+def _start_judging(server: StandInServer, cache_dir: Path, work: Path, replies_before_return: int) -> subprocess.Popen:
+    """Start a judging run of N requests in a subprocess (concurrency 2) and return once it has received
+    `replies_before_return` replies, so the caller can interrupt it part-way."""
+    script = work / "judge_run.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    env = {
+        **os.environ,
+        "LMMS_TASKS_JUDGE_BASE_URL": server.base_url,
+        "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+        "LMMS_TASKS_JUDGE_CONCURRENCY": "2",
+        "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
+        "LMMS_TASKS_JUDGE_PROGRESS": "0",
+    }
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while sum(1 for r in server.requests if r.reply is not None) < replies_before_return:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the judging subprocess never got going: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.02)
+    return proc
+
+
 def test_killed_run_resumes_with_only_the_missing_requests(tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
-    script = tmp_path / "judge_run.py"
-    script.write_text(SCRIPT, encoding="utf-8")
     all_texts = {f"resume item {i}" for i in range(N)}
     with StandInServer(default_reply="ok", latency=0.2) as server:
-        env = {
-            **os.environ,
-            "LMMS_TASKS_JUDGE_BASE_URL": server.base_url,
-            "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
-            "LMMS_TASKS_JUDGE_CONCURRENCY": "2",
-            "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
-            "LMMS_TASKS_JUDGE_PROGRESS": "0",
-        }
-        proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while sum(1 for r in server.requests if r.reply is not None) < 6:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                assert time.monotonic() < deadline, "the judging subprocess never got going"
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGKILL)
-        finally:
-            proc.wait(timeout=30)
+        proc = _start_judging(server, cache_dir, tmp_path, replies_before_return=6)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL
 
         done = _cached_texts(cache_dir)
@@ -82,22 +88,8 @@ def test_killed_run_resumes_with_only_the_missing_requests(tmp_path: Path) -> No
 def test_interrupt_stops_judging_at_once_and_keeps_finished_replies(tmp_path: Path) -> None:
     """Ctrl-C while judging: queued requests are cancelled (not sent), finished replies stay cached."""
     cache_dir = tmp_path / "cache"
-    script = tmp_path / "judge_run.py"
-    script.write_text(SCRIPT, encoding="utf-8")
     with StandInServer(default_reply="ok", latency=0.3) as server:
-        env = {
-            **os.environ,
-            "LMMS_TASKS_JUDGE_BASE_URL": server.base_url,
-            "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
-            "LMMS_TASKS_JUDGE_CONCURRENCY": "2",
-            "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
-            "LMMS_TASKS_JUDGE_PROGRESS": "0",
-        }
-        proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while sum(1 for r in server.requests if r.reply is not None) < 4:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+        proc = _start_judging(server, cache_dir, tmp_path, replies_before_return=4)
         proc.send_signal(signal.SIGINT)
         seen_at_interrupt = len(server.requests)
         _, stderr = proc.communicate(timeout=60)

@@ -14,7 +14,7 @@ substring of another (lmms-eval matches group metrics by substring).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import datasets
@@ -51,6 +51,16 @@ def process_docs(subtask: str, dataset: datasets.Dataset | None = None) -> datas
     """Replace the one-line manifest lmms-eval loaded with the subtask's real documents."""
     warn_about_model_args(f"vlm2_bench_{subtask}")
     return datasets.Dataset.from_list(load_docs(subtask))
+
+
+def process_docs_for(subtask: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """The `process_docs` hook of one subtask's YAML (lmms-eval passes only the loaded dataset)."""
+
+    def hook(dataset: datasets.Dataset) -> datasets.Dataset:
+        return process_docs(subtask, dataset)
+
+    hook.__name__ = f"process_docs_{subtask}"
+    return hook
 
 
 def doc_to_visual(doc: Item) -> list[Any]:
