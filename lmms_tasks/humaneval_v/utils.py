@@ -8,9 +8,13 @@ from lmms_tasks.utils.humaneval_v.hooks import (  # noqa: F401 - re-exported for
     agg_by_task_type,
     agg_description_rate,
     agg_parse_success_rate,
+    agg_parse_success_rate_unrounded,
     agg_pass_at_1,
+    agg_pass_at_1_unrounded,
     agg_pass_at_3,
+    agg_pass_at_3_unrounded,
     agg_strong_coder,
+    agg_strong_coder_unrounded,
     doc_to_messages,
     doc_to_target,
     doc_to_text,
@@ -18,6 +22,7 @@ from lmms_tasks.utils.humaneval_v.hooks import (  # noqa: F401 - re-exported for
     make_process_docs,
     process_results,
 )
+from lmms_tasks.utils.responses import KeepRaw  # noqa: F401 - the filter that keeps responses unstripped
 
 process_docs_humaneval_v_v2c = make_process_docs("humaneval_v_v2c")
 process_docs_humaneval_v_v2c_pass3 = make_process_docs("humaneval_v_v2c_pass3")

@@ -167,17 +167,17 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
     assert metrics.group_underspec_gap([explicit, original], [4, 4], False) == pytest.approx(expected_gap)
     assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(expected_gap)
     # carried through pickling (lmms-eval may copy results) with its scores
-    assert pickle.loads(pickle.dumps(original)).scores == original.scores
+    assert pickle.loads(pickle.dumps(original)).payload == original.payload == {"variant": "original", "scores": original.payload["scores"]}
 
 
 def test_gap_uses_only_shared_items_and_needs_both_variants() -> None:
-    original = metrics.PairedScores("original", {"1": 0.5, "2": 1.0, "3": 0.0})
-    explicit = metrics.PairedScores("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
+    original = metrics.paired_scores("original", {"1": 0.5, "2": 1.0, "3": 0.0})
+    explicit = metrics.paired_scores("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
     assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
     with pytest.raises(ValueError, match="missing \\['explicit'\\]"):
         metrics.paired_gap([original])
     with pytest.raises(ValueError, match="share no question_idx"):
-        metrics.paired_gap([metrics.PairedScores("original", {"1": 0.0}), metrics.PairedScores("explicit", {"2": 0.0})])
+        metrics.paired_gap([metrics.paired_scores("original", {"1": 0.0}), metrics.paired_scores("explicit", {"2": 0.0})])
     with pytest.raises(TypeError):
         metrics.paired_gap([0.5, 0.7])
     # the group callable runs after the whole run: it reports None instead of discarding the results

@@ -135,23 +135,34 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) 
 def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = data.records[fx.RECORDS_KEY]
     right = [fenced(r["ground_truth_solution"]) for r in rows]
-    wrong = "no code at all"
-    # c = 0, 1, 2, 4 of 6 -> 0, 0.5, 0.8, 1.0 -> mean 0.575 -> 57.5
+    wrong = "no code at all"  # the `pass` stub: lints clean, fails the tests
+    gated = fenced("def solution(values: list) -> int:\n    return UNDEFINED_NAME\n")  # pylint undefined-variable
+    # c = 0, 1, 2, 4 of 6 -> 0, 0.5, 0.8, 1.0 -> mean 0.575 -> 57.5; q1's six wrong samples are all gated
     counts = {"q1": 0, "q2": 1, "q2-2": 2, "q3": 4}
     items = []
     for doc, good in zip(docs("humaneval_v_v2c_pass3"), right):
         c = counts[doc["qid"]]
-        items.append(hooks.process_results(doc, [good] * c + [wrong] * (6 - c))["pass@3"])
+        bad = gated if doc["qid"] == "q1" else wrong
+        items.append(hooks.process_results(doc, [good] * c + [bad] * (6 - c))["pass@3"])
     calls: list[int] = []
     real = execution.gate.iter_pylint_errors
     monkeypatch.setattr(execution.gate, "iter_pylint_errors", lambda programs, **k: calls.append(len(programs)) or real(programs, **k))
     assert hooks.agg_pass_at_3(items) == 57.5
-    assert hooks.agg_parse_success_rate(items) == 100.0  # the `pass` stub lints clean
+    assert hooks.agg_pass_at_3_unrounded(items) == pytest.approx(57.5)
+    # official denominator: sample_num (6) x tasks (4) = 24 samples, 6 of them gated -> 75.0
+    assert hooks.agg_parse_success_rate(items) == 75.0
+    assert hooks.agg_parse_success_rate_unrounded(items) == pytest.approx(75.0)
     hooks.agg_by_task_type(items)
     assert len(calls) == 1  # one batch shared by every metric of the task
-    # H11: a task with fewer than k samples -> pass@k omitted
+    # H11: a task with fewer than k samples -> pass@k omitted; unequal counts: the parse rate is the share of
+    # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
     short = [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]
-    assert hooks.agg_pass_at_3(short) is None
+    assert hooks.agg_pass_at_3(short) is None and hooks.agg_pass_at_3_unrounded(short) is None
+    assert hooks.agg_parse_success_rate(short) == 90.0
+    # 1 of 3 samples gated: the official rounding hides the third decimal, the unrounded value keeps it
+    three = [dict(items[0], programs=items[0]["programs"][:1]), dict(items[1], programs=items[1]["programs"][:2])]
+    assert hooks.agg_parse_success_rate(three) == 66.7
+    assert hooks.agg_parse_success_rate_unrounded(three) == pytest.approx(200 / 3)
 
 
 def test_bad_item_names_the_problem() -> None:

@@ -11,7 +11,7 @@ from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]
 GROUPS = {"vlm2_bench", "vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"}
-GROUP_METRICS = ("vlm2_score", "vlm2_img8_score", "vlm2_gap_to_human")
+GROUP_METRICS = ("vlm2_score", "vlm2_img8_score", "vlm2_gap_to_human", "vlm2_exact_score", "vlm2_exact_img8_score")
 
 
 def test_tasks_and_groups_register_with_lmms_eval() -> None:
@@ -31,7 +31,8 @@ def test_metric_list_matches_process_results(subtask: str) -> None:
     assert config["process_docs"] == f"!function utils.process_docs_{subtask}"
     expected_tokens = 512 if subtask.startswith("gc") or subtask == "pc_vid" else 2048
     assert config["generation_kwargs"] == {"max_new_tokens": expected_tokens, "temperature": 0, "do_sample": False, "until": []}
-    assert (subtask == "pc_vid") == ("vlm2_img8_score" not in names)
+    assert (subtask == "pc_vid") == ("vlm2_img8_score" not in names) == ("vlm2_exact_img8_score" not in names)
+    assert {"vlm2_score", "vlm2_gap_to_human", "vlm2_exact_score"} <= set(names)
 
 
 def test_group_metric_names_match_only_themselves_by_substring() -> None:

@@ -63,7 +63,8 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert (hooks.vid_n_ab(items, args), hooks.vid_n_aba(items, args)) == (2, 2)
     assert hooks.vid_judge_unparsed(items, args) == 1
     assert hooks.vid_judge_failed(items, args) == 1
-    assert hooks.vlm2_gap_to_human(items, args) == pytest.approx(62.5 - 95.16)
+    assert hooks.vlm2_gap_to_human(items, args).payload == {"subtask": "pc_vid", "score": pytest.approx(62.5)}
+    assert hooks.vlm2_exact_score(items, args).payload == {"subtask": "pc_vid", "score": pytest.approx(62.5)}
     assert "judge=stand-in-judge" in hooks.vid_judge_info(items, args)
 
     judged = [r for r in server.requests if r.status == 200]

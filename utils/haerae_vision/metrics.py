@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmms_tasks.utils.cache import content_key
+from lmms_tasks.utils.group_inputs import GroupInput, payloads
 from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
@@ -206,32 +207,16 @@ def aggregate_judge_info(items: list[Mapping[str, Any]], args: Any = None) -> st
     return scored_task(items, args).judge_info
 
 
-class PairedScores(str):
-    """A task's per-item scores, carried to the group's gap aggregation through lmms-eval's results.
-
-    lmms-eval hands a group aggregation only the subtasks' values of one metric, so this value is a
-    string (what the task's own results table and results.json show) that also carries the scores by
-    question_idx, which `group_underspec_gap` pairs across the two variants.
-    """
-
-    variant: str
-    scores: dict[str, float]
-
-    def __new__(cls, variant: str, scores: Mapping[str, float]) -> PairedScores:  # noqa: PYI034 - str subclass
-        text = f"{variant}: {len(scores)} items scored; the gap is reported by group haerae_vision"
-        value = super().__new__(cls, text)
-        value.variant = variant
-        value.scores = dict(scores)
-        return value
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (PairedScores, (self.variant, self.scores))
+def paired_scores(variant: str, scores: Mapping[str, float]) -> GroupInput:
+    """A task's per-item scores for the group's gap (`GroupInput` payload: variant and scores by question_idx)."""
+    text = f"{variant}: {len(scores)} items scored; the gap is reported by group haerae_vision"
+    return GroupInput(text, {"variant": variant, "scores": dict(scores)})
 
 
-def aggregate_paired_scores(items: list[Mapping[str, Any]], args: Any = None) -> PairedScores:
+def aggregate_paired_scores(items: list[Mapping[str, Any]], args: Any = None) -> GroupInput:
     """The `underspec_gap` value of one task: its counted per-item scores, for the group to pair."""
     scored = scored_task(items, args)
-    return PairedScores(scored.variant, {qid: scored.counted(qid) for qid in scored.scores})
+    return paired_scores(scored.variant, {qid: scored.counted(qid) for qid in scored.scores})
 
 
 # -- group aggregations (lmms-eval calls them with the subtasks' values, sizes and weight_by_size) --------
@@ -259,16 +244,12 @@ def group_underspec_gap(metrics: Sequence[Any], sizes: Sequence[int] | None = No
 
 
 def paired_gap(metrics: Sequence[Any]) -> float:
-    """explicit - original from the subtasks' `PairedScores`; raises when they cannot be paired."""
-    by_variant: dict[str, PairedScores] = {}
-    for value in metrics:
-        if not isinstance(value, PairedScores):
-            raise TypeError(f"HAERAE-Vision gap: expected the subtasks' paired scores, got {type(value).__name__}")
-        by_variant[value.variant] = value
+    """explicit - original from the subtasks' `paired_scores`; raises when they cannot be paired."""
+    by_variant = {payload["variant"]: payload["scores"] for payload in payloads(metrics, "underspec_gap")}
     missing = [v for v in VARIANTS if v not in by_variant]
     if missing:
         raise ValueError(f"HAERAE-Vision gap needs both variants; missing {missing}")
-    original, explicit = by_variant["original"].scores, by_variant["explicit"].scores
+    original, explicit = by_variant["original"], by_variant["explicit"]
     gap, n = underspec_gap(original, explicit)
     if n != len(original) or n != len(explicit):
         logger.warning(f"haerae_vision gap over the {n} items both variants scored ({len(original)} original, {len(explicit)} explicit)")

@@ -17,9 +17,9 @@ from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
 from lmms_tasks.utils.humaneval_v.execution import require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
-from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.responses import plain
 from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.taskconfig import task_metadata
 
@@ -130,17 +130,23 @@ def _base_item(doc: dict[str, Any]) -> dict[str, Any]:
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Post-process every sample of one document; the programs are executed at aggregation."""
     task = doc["hev_task"]
-    predictions = [r if isinstance(r, str) else "" for r in results]
+    predictions = [plain(r) for r in results]  # raw model output (KeepRaw filter, reasoning_tags: none)
     item = _base_item(doc)
     item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
     if doc["hev_setting"] == "v2t":
         item.update(descriptions=predictions, function_signature=doc["function_signature"], test_script=doc["test_script"])
-        keys = ["description_rate", "strong_coder_pass_at_1" if k_of(task) == 1 else "strong_coder_pass_at_3"]
-        return {key: item for key in keys}
-    processed = [post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
-    item.update(predictions=predictions, completions=[c for c, _ in processed], programs=[p for _, p in processed])
+    else:
+        processed = [post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
+        item.update(predictions=predictions, completions=[c for c, _ in processed], programs=[p for _, p in processed])
+    return {key: item for key in metric_names(task)}
+
+
+def metric_names(task: str) -> tuple[str, ...]:
+    """The metrics of a task: each officially rounded number next to its unrounded value (0-100)."""
     k = k_of(task)
-    return {key: item for key in (f"pass@{k}", "parse_success_rate", "by_task_type", "by_capability")}
+    if setting_of(task) == "v2t":
+        return ("description_rate", f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
+    return (f"pass@{k}", f"pass@{k}_unrounded", "parse_success_rate", "parse_success_rate_unrounded", "by_task_type", "by_capability")
 
 
 def _output_dir(args: Any) -> str | None:
@@ -155,8 +161,20 @@ def agg_pass_at_3(items: list[dict[str, Any]], args: Any = None) -> float | None
     return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 3)
 
 
+def agg_pass_at_1_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 1)
+
+
+def agg_pass_at_3_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 3)
+
+
 def agg_parse_success_rate(items: list[dict[str, Any]], args: Any = None) -> float:
     return metrics.parse_success_rate(metrics.score_items(items, _output_dir(args)))
+
+
+def agg_parse_success_rate_unrounded(items: list[dict[str, Any]], args: Any = None) -> float:
+    return metrics.parse_success_rate_unrounded(metrics.score_items(items, _output_dir(args)))
 
 
 def _k_for(items: list[dict[str, Any]]) -> int:
@@ -178,9 +196,20 @@ def agg_description_rate(items: list[dict[str, Any]], args: Any = None) -> float
 
 
 def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    """V2T2C w/ strong coder: each description -> code by the coder model (greedy, n=1, H12), executed.
+    """V2T2C w/ strong coder: pass@k (official rounding) of the coder's code for every description.
 
     Off unless HUMANEVAL_V_STRONG_CODER=1 (or `metadata.strong_coder: true`); then None (shown N/A)."""
+    scored = _strong_coder_scored(items, args)
+    return None if scored is None else metrics.pass_at(scored, _k_for(items))
+
+
+def agg_strong_coder_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    scored = _strong_coder_scored(items, args)
+    return None if scored is None else metrics.pass_at_unrounded(scored, _k_for(items))
+
+
+def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scored | None:
+    """Each description -> code by the coder model (greedy, n=1, H12), executed; memoized batches."""
     if not items:
         return None
     task = str(items[0]["task"])
@@ -214,8 +243,7 @@ def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | N
         replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})
-    scored = metrics.score_items(code_items, _output_dir(args))
-    return pass_at_k_score(scored.passed_by_qid, k_of(task))
+    return metrics.score_items(code_items, _output_dir(args))
 
 
 def _identity(text: str) -> str:

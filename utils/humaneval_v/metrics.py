@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
-from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_score
+from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_mean, pass_at_k_score
 
 
 class ItemError(ValueError):
@@ -81,9 +81,18 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
     )
 
 
+def parse_success_rate_unrounded(scored: Scored) -> float:
+    """100 * (1 - gated samples / all samples): the share of samples that pass the pylint gate.
+
+    The official denominator is `sample_num * #tasks` with `sample_num` read from the last task, which is
+    the number of samples whenever every task has the same count (the official pipeline asserts that it
+    does). With unequal counts the official value would depend on file order; all samples are used here."""
+    return 100 * (1 - scored.gated / scored.samples)
+
+
 def parse_success_rate(scored: Scored) -> float:
-    """round(100 * (1 - gated samples / all samples), 1), as the official (which uses sample_num x tasks)."""
-    return round(100 * (1 - scored.gated / scored.samples), 1)
+    """The official number: round(100 * (1 - gated / (sample_num * tasks)), 1)."""
+    return round(parse_success_rate_unrounded(scored), 1)
 
 
 def breakdown(scored: Scored, k: int, groups: Mapping[str, Sequence[str]]) -> dict[str, float]:
@@ -115,3 +124,7 @@ def by_capability(scored: Scored, k: int) -> dict[str, float]:
 
 def pass_at(scored: Scored, k: int) -> float | None:
     return pass_at_k_score(scored.passed_by_qid, k)
+
+
+def pass_at_unrounded(scored: Scored, k: int) -> float | None:
+    return pass_at_k_mean(scored.passed_by_qid, k)

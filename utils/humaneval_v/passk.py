@@ -23,11 +23,18 @@ def official_k(sample_num: int) -> int:
     return 1 if sample_num == 1 else 3
 
 
-def pass_at_k_score(passed_by_task: Mapping[str, Sequence[bool | int]], k: int) -> float | None:
-    """round(100 * mean over tasks, 1); None (metric omitted, quirk H11) when a task has < k samples."""
+def pass_at_k_mean(passed_by_task: Mapping[str, Sequence[bool | int]], k: int) -> float | None:
+    """100 * mean over tasks of the per-task estimate, unrounded; None (omitted, quirk H11) when any task
+    has fewer than k samples or there is no task."""
     if not passed_by_task:
         return None
     counts = [(len(v), sum(int(bool(x)) for x in v)) for v in passed_by_task.values()]
     if any(n < k for n, _ in counts):
         return None
-    return round(float(np.array([pass_at_k(n, c, k) for n, c in counts]).mean()) * 100, 1)
+    return float(np.array([pass_at_k(n, c, k) for n, c in counts]).mean()) * 100
+
+
+def pass_at_k_score(passed_by_task: Mapping[str, Sequence[bool | int]], k: int) -> float | None:
+    """The official number: round(100 * mean over tasks, 1); None when the official scorer omits it."""
+    mean = pass_at_k_mean(passed_by_task, k)
+    return None if mean is None else round(mean, 1)

@@ -5,10 +5,13 @@ the stripped response, the parse) under every metric name, and the aggregation f
 the official scores from those items, grouping by id. The PC-VID judge runs in the aggregation step as one
 batch through `lmms_tasks.utils.judge.judge_batch` (memoized, so all VID metrics share one batch).
 
-Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it), the eight
-image subtasks also as `vlm2_img8_score`, and every subtask exposes `vlm2_gap_to_human` = score - 95.16
-(its group mean is the overall mean - 95.16). The names are chosen so that no metric name is a
-substring of another (lmms-eval matches group metrics by substring).
+Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it). The overall
+numbers that only make sense for the whole benchmark are reported by group `vlm2_bench` alone:
+`vlm2_img8_score` (8 image subtasks), `vlm2_gap_to_human` (9-subtask mean - 95.16), and the exact-match
+overall `vlm2_exact_score` / `vlm2_exact_img8_score` (GC scored by the official exact match, the paper's mode).
+Each subtask passes its part to the group as a `GroupInput` (a string in its own row, see
+`lmms_tasks.utils.group_inputs`). No metric name is a substring of another (lmms-eval matches group metrics
+by substring).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 import datasets
 
+from lmms_tasks.utils.group_inputs import GroupInput, payloads
+from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
 from lmms_tasks.utils.vlm2_bench import messages as _messages
@@ -38,6 +43,9 @@ Item = Mapping[str, Any]
 SCORE = "vlm2_score"
 IMG8_SCORE = "vlm2_img8_score"
 GAP = "vlm2_gap_to_human"
+EXACT_SCORE = "vlm2_exact_score"
+EXACT_IMG8_SCORE = "vlm2_exact_img8_score"
+IMAGE_SUBTASKS = tuple(s for s, (_, kind) in SUBTASKS.items() if kind != "vid")
 
 JUDGE_PROMPT_KEYS = {"AB": "vlm2bench/pc_v_judge/prompt_ab", "ABA": "vlm2bench/pc_v_judge/prompt_aba"}
 JUDGE_DEFAULT_MODEL = "gpt-4o"  # the official scorer's model; no temperature is set (API default), as officially
@@ -81,11 +89,11 @@ def doc_to_target(doc: Item) -> str:
 
 # -- per-document results -------------------------------------------------------------------------------
 
+_IMAGE_GROUP_INPUTS = (IMG8_SCORE, GAP, EXACT_SCORE, EXACT_IMG8_SCORE)
 _METRICS: dict[str, tuple[str, ...]] = {
     "tf_gc": (
         SCORE,
-        IMG8_SCORE,
-        GAP,
+        *_IMAGE_GROUP_INPUTS,
         "tf_pair_acc",
         "tf_pos_acc",
         "tf_neg_acc",
@@ -94,10 +102,30 @@ _METRICS: dict[str, tuple[str, ...]] = {
         "gc_exact_pos_acc",
         "gc_exact_neg_acc",
     ),
-    "tf_cpr": (SCORE, IMG8_SCORE, GAP, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs"),
-    "cnt": (SCORE, IMG8_SCORE, GAP, "cnt_norm_score", "cnt_strict_score", "cnt_acc", "cnt_n_valid", "cnt_n_unparsed", "cnt_n_out_of_range"),
-    "grp": (SCORE, IMG8_SCORE, GAP, "grp_acc", "grp_n"),
-    "vid": (SCORE, GAP, "vid_ab_pct", "vid_aba_pct", "vid_n_ab", "vid_n_aba", "vid_judge_unparsed", "vid_judge_failed", "vid_judge_info"),
+    "tf_cpr": (SCORE, *_IMAGE_GROUP_INPUTS, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs"),
+    "cnt": (
+        SCORE,
+        *_IMAGE_GROUP_INPUTS,
+        "cnt_norm_score",
+        "cnt_strict_score",
+        "cnt_acc",
+        "cnt_n_valid",
+        "cnt_n_unparsed",
+        "cnt_n_out_of_range",
+    ),
+    "grp": (SCORE, *_IMAGE_GROUP_INPUTS, "grp_acc", "grp_n"),
+    "vid": (
+        SCORE,
+        GAP,
+        EXACT_SCORE,
+        "vid_ab_pct",
+        "vid_aba_pct",
+        "vid_n_ab",
+        "vid_n_aba",
+        "vid_judge_unparsed",
+        "vid_judge_failed",
+        "vid_judge_info",
+    ),
 }
 
 
@@ -313,14 +341,65 @@ def subtask_score(items: Sequence[Item], args: Any = None) -> float:
     return vid_score(items, args)
 
 
+def exact_subtask_score(items: Sequence[Item], args: Any = None) -> float:
+    """The subtask's number in the paper's exact-match mode: GC pairs by exact "T"/"F" equality (official GC
+    scorer), every other subtask as `subtask_score`."""
+    subtask = _subtask_of(items)
+    if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
+        return gc_exact_pair_acc(items)
+    return subtask_score(items, args)
+
+
 def vlm2_score(items: Sequence[Item], args: Any = None) -> float:
     return subtask_score(items, args)
 
 
-def vlm2_img8_score(items: Sequence[Item]) -> float:
-    return subtask_score(items)
+def _group_input(metric: str, items: Sequence[Item], score: float) -> GroupInput:
+    subtask = _subtask_of(items)
+    return GroupInput(f"reported by group vlm2_bench ({metric})", {"subtask": subtask, "score": score})
 
 
-def vlm2_gap_to_human(items: Sequence[Item], args: Any = None) -> float:
-    """This subtask's score minus the human overall (95.16); the vlm2_bench group mean is Avg(9) - 95.16."""
-    return subtask_score(items, args) - HUMAN_OVERALL
+def vlm2_img8_score(items: Sequence[Item]) -> GroupInput:
+    return _group_input(IMG8_SCORE, items, subtask_score(items))
+
+
+def vlm2_gap_to_human(items: Sequence[Item], args: Any = None) -> GroupInput:
+    return _group_input(GAP, items, subtask_score(items, args))
+
+
+def vlm2_exact_score(items: Sequence[Item], args: Any = None) -> GroupInput:
+    return _group_input(EXACT_SCORE, items, exact_subtask_score(items, args))
+
+
+def vlm2_exact_img8_score(items: Sequence[Item]) -> GroupInput:
+    return _group_input(EXACT_IMG8_SCORE, items, exact_subtask_score(items))
+
+
+# -- group vlm2_bench (lmms-eval calls these with the subtasks' values, sizes and weight_by_size) ----------
+
+
+def overall(metrics: Sequence[Any], metric: str, subtasks: Sequence[str]) -> float | None:
+    """Unweighted mean of the subtasks' scores carried by their group inputs; None (logged, never raised:
+    raising here would discard the finished run) unless exactly `subtasks` reported."""
+    scores = {str(p["subtask"]): float(p["score"]) for p in payloads(metrics, metric)}
+    if sorted(scores) != sorted(subtasks):
+        logger.error(f"vlm2_bench {metric} not computed: needs subtasks {sorted(subtasks)}, got {sorted(scores)}")
+        return None
+    return sum(scores.values()) / len(scores)
+
+
+def group_img8_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
+    return overall(metrics, IMG8_SCORE, IMAGE_SUBTASKS)
+
+
+def group_gap_to_human(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
+    mean = overall(metrics, GAP, tuple(SUBTASKS))
+    return None if mean is None else mean - HUMAN_OVERALL
+
+
+def group_exact_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
+    return overall(metrics, EXACT_SCORE, tuple(SUBTASKS))
+
+
+def group_exact_img8_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
+    return overall(metrics, EXACT_IMG8_SCORE, IMAGE_SUBTASKS)
