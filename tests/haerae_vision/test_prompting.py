@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from lmms_tasks.utils.haerae_vision.prompting import build_messages, clean_response, images, question_text, strip_reasoning
+from lmms_tasks.utils.testing.cases import haerae_vision as cases
 
 SYSTEM = "You are a helpful math assistant. Answer precisely in Korean if the prompt is Korean."
 
@@ -45,29 +46,12 @@ def test_question_text_is_stripped() -> None:
     assert question_text({"question_used": "\n 질문 \t"}) == "질문"
 
 
-@pytest.mark.parametrize(
-    "raw,expected",
-    [
-        ("<think>이미지를 보면...</think>정답은 젤다입니다.", "정답은 젤다입니다."),
-        ("정답은 젤다입니다.", "정답은 젤다입니다."),
-        ("  앞뒤 공백  ", "앞뒤 공백"),
-        ("<thinking>고민</thinking>\n답: 무당벌레", "답: 무당벌레"),
-        # text before an opening tag is dropped by the official rule (lmms-eval's rule would keep it)
-        ("서론 <think>생각</think> 결론", "결론"),
-        # only the last occurrence counts
-        ("<think>a</think>중간</think>끝", "끝"),
-        # an unclosed opening tag: everything after it is kept
-        ("답변 시작 <think>생각 중", "생각 중"),
-        # a bare closing tag (prefilled <think> in the chat template)
-        ("생각만 했다</think>\n\n최종 답", "최종 답"),
-        # lmms-eval's <analysis> pair is not an official tag: kept
-        ("<analysis>분석</analysis>답", "<analysis>분석</analysis>답"),
-        ("", ""),
-        (None, ""),
-    ],
-)
-def test_k7_strip_reasoning_official_rule(raw: object, expected: str) -> None:
-    assert strip_reasoning(raw) == expected
+@pytest.mark.parametrize("case", cases.RESPONSE_CASES, ids=lambda c: c.name)
+def test_k7_strip_reasoning_official_rule(case: cases.ResponseCase) -> None:
+    # the reply table is shared with tests/conformance, which replays it through the lmms-eval CLI
+    assert clean_response(case.reply) == case.response
+    if not case.reply or not case.reply.startswith("[LMMS_EVAL_REQUEST_FAILED"):
+        assert strip_reasoning(case.reply) == case.response
 
 
 def test_failed_request_becomes_empty_like_the_official_retry_exhaustion() -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = str | Sequence[str] | Callable[["RecordedRequest"], str]
+Reply = str | None | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]
 
 FAULT_KINDS = ("429", "500", "hang", "malformed", "empty", "disconnect")
@@ -138,10 +138,10 @@ class _Rule:
             return bool(self.matcher(request))
         return self.matcher in request.text
 
-    def render(self, request: RecordedRequest) -> str:
+    def render(self, request: RecordedRequest) -> str | None:
         if callable(self.reply):
             return self.reply(request)
-        if isinstance(self.reply, str):
+        if self.reply is None or isinstance(self.reply, str):
             return self.reply
         return next(self.cycle)
 
@@ -202,9 +202,10 @@ class StandInServer:
         """Answer requests matching `matcher` (substring of the request text, or a predicate).
 
         A list reply is served in turn to successive matching requests (cycling), which is how
-        pass@k samples of one prompt get different answers. Earlier rules win.
+        pass@k samples of one prompt get different answers. Earlier rules win. A `None` reply is sent
+        as `"content": null` (what an API returns for a refusal or an empty completion).
         """
-        cycle = itertools.cycle(list(reply)) if not isinstance(reply, str) and not callable(reply) else None
+        cycle = itertools.cycle(list(reply)) if reply is not None and not isinstance(reply, str) and not callable(reply) else None
         with self._lock:
             self._rules.append(_Rule(matcher, reply, cycle))
         return self
@@ -371,9 +372,9 @@ class StandInServer:
                 pass
 
     @staticmethod
-    def _completion(request: RecordedRequest, text: str) -> dict[str, Any]:
+    def _completion(request: RecordedRequest, text: str | None) -> dict[str, Any]:
         prompt_tokens = max(1, len(request.text) // 4) + 85 * len([p for p in request.part_types() if p == "image_url"])
-        completion_tokens = max(1, len(text) // 4)
+        completion_tokens = max(1, len(text or "") // 4)
         n = int(request.params.get("n") or 1)
         return {
             "id": f"chatcmpl-standin-{request.index}",

@@ -1,0 +1,192 @@
+"""Every specified reply case of every benchmark, replayed through the real `lmms-eval` CLI.
+
+The stand-in server answers each record with its case's raw reply (whitespace, `<think>` blocks, empty and
+null content, unicode included); one lmms-eval run per benchmark. For every case the verdict found in the
+run's outputs (samples file, execution and judgement records, the judge's request) must equal both the
+verdict of the task's hooks called directly on the same reply and the official verdict in the table
+(`lmms_tasks.utils.testing.cases`). Whatever lmms-eval does to a response before our hooks (reasoning-tag
+stripping, its unconditional `.strip()`) would show up here as a mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmms_tasks.utils.testing.cases import haerae_vision as hv_cases
+from lmms_tasks.utils.testing.cases import humaneval_v as hev_cases
+from lmms_tasks.utils.testing.cases import vlm2_bench as vlm2_cases
+from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, offline_env, run_lmms_eval
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+pytestmark = pytest.mark.e2e
+
+
+def _records(run: RunResult, kind: str, task: str) -> list[dict[str, Any]]:
+    (path,) = run.output_dir.rglob(f"{kind}/{task}.jsonl")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _as_model_gives_it(reply: str | None) -> str:
+    """What lmms-eval hands a hook for a reply whose content is null: ""."""
+    return "" if reply is None else reply
+
+
+@pytest.fixture(scope="module")
+def env_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with pytest.MonkeyPatch.context() as patch:
+
+        def make(work: Path, server: StandInServer, data_env: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, str]:
+            env = offline_env(server.base_url, work, data_env, extra=extra)
+            for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *data_env, *(extra or {})):
+                patch.setenv(key, env[key])  # the direct hook calls below read the same data and caches
+            return env
+
+        yield make
+
+
+# -- VLM2-Bench ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vlm2(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("conformance_vlm2")
+    fixtures = vlm2_cases.write(work / "data")
+    with StandInServer(default_reply=None) as server:
+        vlm2_cases.script(server)
+        env = env_for(work, server, fixtures.env)
+        tasks = [f"vlm2_bench_{s}" for s in vlm2_cases.subtasks()]
+        run = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
+        judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+    from lmms_tasks.utils.vlm2_bench.data import load_docs
+
+    docs = {s: {d["q_id"]: d for d in load_docs(s, fixtures.root)} for s in vlm2_cases.subtasks() if s != "pc_vid"}
+    docs["pc_vid"] = {d["vid"]: d for d in load_docs("pc_vid", fixtures.root)}
+    return {"run": run, "docs": docs, "judge_requests": judge_requests}
+
+
+@pytest.mark.parametrize("case", vlm2_cases.IMAGE_CASES, ids=lambda c: f"{c.subtask}-{c.name}")
+def test_vlm2_bench_reply(vlm2: dict[str, Any], case: vlm2_cases.Case) -> None:
+    from lmms_tasks.utils.vlm2_bench import hooks
+
+    task = f"vlm2_bench_{case.subtask}"
+    (sample,) = [s for s in vlm2["run"].samples[task] if s["vlm2_score"]["q_id"] == case.q_id]
+    through_cli = vlm2_cases.verdict(sample["vlm2_score"])
+    direct = vlm2_cases.verdict(hooks.process_results(vlm2["docs"][case.subtask][case.q_id], [_as_model_gives_it(case.reply)])["vlm2_score"])
+    assert through_cli == direct == case.verdict
+
+
+@pytest.mark.parametrize("case", vlm2_cases.VID_CASES, ids=lambda c: c.name)
+def test_vlm2_bench_video_reply_and_judge(vlm2: dict[str, Any], case: vlm2_cases.VidCase) -> None:
+    from lmms_tasks.utils.vlm2_bench import hooks
+    from lmms_tasks.utils.vlm2_bench.parsers import parse_judge_score
+
+    run = vlm2["run"]
+    (sample,) = [s for s in run.samples["vlm2_bench_pc_vid"] if s["vlm2_score"]["vid"] == case.vid]
+    direct_item = hooks.process_results(vlm2["docs"]["pc_vid"][case.vid], [_as_model_gives_it(case.reply)])["vlm2_score"]
+    (direct_request,) = hooks.judge_requests([direct_item])
+    (sent,) = [r for r in vlm2["judge_requests"] if r.messages == direct_request.messages]  # what the judge really got
+    assert sample["vlm2_score"]["response"] == direct_item["response"] == case.description
+    assert sent.messages[0]["content"].endswith(f"#Description\n{case.description}\n")
+    (record,) = [r for r in _records(run, "judgements", "vlm2_bench_pc_vid") if r["meta"]["vid"] == case.vid]
+    assert record["parsed"] == parse_judge_score(case.judge_reply) == case.score
+
+
+# -- HumanEval-V -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def humaneval_v(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("conformance_hev")
+    fixtures = hev_cases.write(work / "data")
+    with StandInServer(default_reply=None) as server:
+        hev_cases.script(server)
+        env = env_for(work, server, fixtures.env, {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+        run = run_lmms_eval(["humaneval_v_v2c", "humaneval_v_v2c_pass3"], server.base_url, work / "out", env=env).check()
+    from lmms_tasks.utils.humaneval_v import hooks
+
+    docs = {d["qid"]: d for d in hooks.make_process_docs("humaneval_v_v2c")(None)}
+    direct = {qid: hooks.process_results(doc, [_as_model_gives_it(hev_cases.case_for(qid).reply)])["pass@1"] for qid, doc in docs.items()}
+    from lmms_tasks.utils.humaneval_v import metrics
+
+    scored = metrics.score_items(list(direct.values()))
+    return {"run": run, "direct": direct, "direct_passed": scored.passed_by_qid}
+
+
+@pytest.mark.parametrize("case", hev_cases.CASES, ids=lambda c: c.name)
+def test_humaneval_v_reply(humaneval_v: dict[str, Any], case: hev_cases.Case) -> None:
+    run = humaneval_v["run"]
+    raw = _as_model_gives_it(case.reply)
+    (greedy,) = [s for s in run.samples["humaneval_v_v2c"] if s["pass@1"]["qid"] == case.name]
+    (sampled,) = [s for s in run.samples["humaneval_v_v2c_pass3"] if s["pass@3"]["qid"] == case.name]
+    # the hook saw the raw reply: nothing stripped, no reasoning removed
+    assert greedy["pass@1"]["predictions"] == [raw] and sampled["pass@3"]["predictions"] == [raw] * 6
+    direct = humaneval_v["direct"][case.name]
+    assert greedy["pass@1"]["completions"] == direct["completions"] == [case.expected_completion()]
+    assert sampled["pass@3"]["completions"] == [case.expected_completion()] * 6
+    assert greedy["pass@1"]["programs"] == [case.expected_program()]
+    (record,) = [r for r in _records(run, "executions", "humaneval_v_v2c") if r["qid"] == case.name]
+    sampled_records = [r for r in _records(run, "executions", "humaneval_v_v2c_pass3") if r["qid"] == case.name]
+    assert record["passed"] == humaneval_v["direct_passed"][case.name][0] == case.passed, record["result"]
+    assert [r["passed"] for r in sampled_records] == [case.passed] * 6
+
+
+def test_humaneval_v_scores_follow_the_cases(humaneval_v: dict[str, Any]) -> None:
+    run = humaneval_v["run"]
+    passed = sum(c.passed for c in hev_cases.CASES)
+    assert run.metric("humaneval_v_v2c", "pass@1") == round(100 * passed / len(hev_cases.CASES), 1)
+    assert run.metric("humaneval_v_v2c", "pass@1_unrounded") == pytest.approx(100 * passed / len(hev_cases.CASES))
+    # six identical samples per task: pass@3 per task is 0 or 1
+    assert run.metric("humaneval_v_v2c_pass3", "pass@3", "n6") == round(100 * passed / len(hev_cases.CASES), 1)
+
+
+# -- HAERAE-Vision ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def haerae(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("conformance_hv")
+    fixtures = hv_cases.write(work / "data")
+    with StandInServer(default_reply=None) as server:
+        hv_cases.script(server)
+        env = env_for(work, server, fixtures.env)
+        run = run_lmms_eval(["haerae_vision"], server.base_url, work / "out", env=env).check()
+        judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+    from lmms_tasks.utils.haerae_vision import data
+
+    docs = {variant: {hv_cases.case_name(d["question_used"]): d for d in data.load_docs(variant)} for variant in ("original", "explicit")}
+    return {"run": run, "docs": docs, "judge_requests": judge_requests}
+
+
+@pytest.mark.parametrize("variant", ["original", "explicit"])
+@pytest.mark.parametrize("case", hv_cases.RESPONSE_CASES, ids=lambda c: c.name)
+def test_haerae_vision_reply(haerae: dict[str, Any], case: hv_cases.ResponseCase, variant: str) -> None:
+    from lmms_tasks.utils.haerae_vision import metrics
+
+    task = f"haerae_vision_{variant}"
+    (sample,) = [s for s in haerae["run"].samples[task] if hv_cases.case_name(s["haerae_vision_score"]["question_used"]) == case.name]
+    item = sample["haerae_vision_score"]
+    direct = metrics.process_results(haerae["docs"][variant][case.name], [_as_model_gives_it(case.reply)])["haerae_vision_score"]
+    assert item["response"] == direct["response"] == case.response
+    (sent,) = [r for r in haerae["judge_requests"] if f"[INPUT]\n{item['question_used']}\n" in r.text]
+    assert hv_cases.judged_response(sent.messages[0]["content"]) == case.judged
+
+
+@pytest.mark.parametrize("case", hv_cases.JUDGE_CASES, ids=lambda c: c.name)
+def test_haerae_vision_judge_reply(haerae: dict[str, Any], case: hv_cases.JudgeCase) -> None:
+    from lmms_tasks.utils.haerae_vision.judging import parse_score
+
+    name = f"judge_{case.name}"
+    for variant in ("original", "explicit"):
+        task = f"haerae_vision_{variant}"
+        question_idx = str(haerae["docs"][variant][name]["question_idx"])
+        (record,) = [r for r in _records(haerae["run"], "judgements", task) if str(r["meta"]["question_idx"]) == question_idx]
+        direct = parse_score(case.judge_reply)
+        if case.score is None:
+            assert record["parsed"] is None and direct is None
+        else:
+            assert record["parsed"] == pytest.approx(direct, abs=1e-12) and direct == pytest.approx(case.score, abs=1e-12)
