@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 
@@ -51,24 +52,107 @@ class DataSource:
         return f"{self.env_var}={root}" if root else f"hf://datasets/{self.repo_id}@{self.revision}"
 
 
+def split_files(source: DataSource, split: str) -> list[Path] | None:
+    """The local parquet files of `split` (None when the source is the Hub): every `data/*.parquet` under
+    the override directory (the HF repository layout); files whose name starts with another split's name
+    (`validation-…`) are ignored when a `<split>-…` file exists."""
+    root = source.local_root()
+    if root is None:
+        return None
+    files = sorted(glob.glob(str(root / "data" / "*.parquet")))
+    if not files:
+        raise DataError(f"{source.env_var}={root}: no data/*.parquet files (expected the layout of {source.repo_id})")
+    chosen = [f for f in files if Path(f).name.startswith(f"{split}-") or Path(f).name.startswith(f"{split}.")]
+    return [Path(f) for f in chosen or files]
+
+
+def parquet_row_counts(source: DataSource, files: list[Path]) -> list[int]:
+    """Rows per file, from each file's footer; an empty, truncated or non-parquet file is an error naming it."""
+    import pyarrow.parquet as pq
+
+    counts = []
+    for path in files:
+        size = path.stat().st_size
+        if size == 0:
+            raise DataError(f"{source.name}: {path}: the file is empty (0 bytes)")
+        try:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+            raise DataError(f"{source.name}: {path}: not a readable parquet file, probably truncated or not parquet ({exc})") from exc
+        if rows == 0:
+            raise DataError(f"{source.name}: {path}: the file holds no rows")
+        counts.append(rows)
+    return counts
+
+
 def load_parquet_split(source: DataSource, split: str) -> datasets.Dataset:
     """Load one split of a parquet-backed HF dataset (e.g. HumanEval-V, HAERAE-Vision).
 
-    Local: every `data/*.parquet` under the override directory (the HF repository layout); files whose
-    name starts with another split's name (`validation-…`) are ignored when a `<split>-…` file exists.
-    Hub: `load_dataset(repo, revision=…, split=…)` with split-size verification relaxed, because a
-    dataset card's recorded sizes can be stale (HAERAE-Vision's is).
+    Local (`<ENV_VAR>` set): the files of `split_files`, each checked first (`parquet_row_counts`). Hub:
+    `load_dataset(repo, revision=…, split=…)` with split-size verification relaxed, because a dataset
+    card's recorded sizes can be stale (HAERAE-Vision's is). Errors name the file or the source.
     """
-    root = source.local_root()
-    if root is not None:
-        files = sorted(glob.glob(str(root / "data" / "*.parquet")))
-        if not files:
-            raise DataError(f"{source.env_var}={root}: no data/*.parquet files (expected the layout of {source.repo_id})")
-        split_files = [f for f in files if Path(f).name.startswith(f"{split}-") or Path(f).name.startswith(f"{split}.")]
-        logger.info(f"{source.name}: loading {len(split_files or files)} local parquet file(s) from {root}")
-        return datasets.load_dataset("parquet", data_files={split: split_files or files}, split=split)
-    logger.info(f"{source.name}: loading {source.repo_id}@{source.revision} split {split}")
-    return datasets.load_dataset(source.repo_id, revision=source.revision, split=split, verification_mode="no_checks")
+    files = split_files(source, split)
+    try:
+        if files is not None:
+            parquet_row_counts(source, files)
+            logger.info(f"{source.name}: loading {len(files)} local parquet file(s) from {source.local_root()}")
+            dataset = datasets.load_dataset("parquet", data_files={split: [str(f) for f in files]}, split=split)
+        else:
+            logger.info(f"{source.name}: loading {source.repo_id}@{source.revision} split {split}")
+            dataset = datasets.load_dataset(source.repo_id, revision=source.revision, split=split, verification_mode="no_checks")
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - datasets/pyarrow raise many types; the message must name the source
+        raise DataError(f"{source.name}: cannot load split {split!r} from {source.describe()}: {type(exc).__name__}: {exc}") from exc
+    if len(dataset) == 0:
+        raise DataError(f"{source.name}: split {split!r} of {source.describe()} holds no rows")
+    return dataset
+
+
+def row_locations(source: DataSource, split: str, n_rows: int) -> list[str]:
+    """Where each row of a loaded split comes from: `<file> row <i>` (local) or `<hub source> row <i>`."""
+    files = split_files(source, split)
+    if files is None:
+        return [f"hf://datasets/{source.repo_id}@{source.revision} ({split}) row {i}" for i in range(n_rows)]
+    locations = [f"{path} row {i}" for path, count in zip(files, parquet_row_counts(source, files)) for i in range(count)]
+    if len(locations) != n_rows:  # cannot happen for the files just loaded; never mislabel a row
+        return [f"{source.describe()} ({split}) row {i}" for i in range(n_rows)]
+    return locations
+
+
+def check_split(
+    source: DataSource,
+    split: str,
+    dataset: datasets.Dataset,
+    fields: list[Any],
+    id_field: str,
+    image_fields: dict[str, bool] | None = None,
+) -> None:
+    """Check every row of a loaded split against `fields` (see `lmms_tasks.utils.schema`) and decode-check
+    the images of `image_fields` ({column: allow_truncated}); errors name the file, row, id and field."""
+    from lmms_tasks.utils.schema import Record, SchemaError, check_images, check_records
+
+    image_fields = image_fields or {}
+    table = dataset.data
+    names = [f.name for f in fields if f.name in dataset.column_names and f.name not in image_fields]
+    columns = {name: table.column(name).to_pylist() for name in names}
+    where = row_locations(source, split, len(dataset))
+    records = (Record(where[i], {name: columns[name][i] for name in names}) for i in range(len(dataset)))
+    present = [f for f in fields if f.name not in image_fields]
+    try:
+        for f in present:
+            if f.required and f.name not in dataset.column_names:
+                raise SchemaError(f"{source.name}: {source.describe()} ({split}): column {f.name!r} is missing (columns: {dataset.column_names})")
+        check_records(source.name, records, present, id_field)
+        ids = columns.get(id_field) or [None] * len(dataset)
+        for column, allow_truncated in image_fields.items():
+            if column not in dataset.column_names:
+                raise SchemaError(f"{source.name}: {source.describe()} ({split}): column {column!r} is missing")
+            cells = table.column(column).to_pylist()
+            check_images(source.name, list(zip(where, ids, cells)), column, id_field, allow_truncated=allow_truncated)
+    except SchemaError as exc:
+        raise DataError(str(exc)) from exc
 
 
 def release_root(source: DataSource, cache_name: str) -> Path:

@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from lmms_tasks.utils.cache import DiskCache, content_key
+from lmms_tasks.utils import run_status
+from lmms_tasks.utils.cache import DiskCache, compute_once, content_key
 from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.secrets import redact
 
 ENV_PREFIX = "LMMS_TASKS_JUDGE_"
 DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"
@@ -346,7 +348,7 @@ def _call(config: JudgeConfig, payload: dict[str, Any], outcome: JudgeOutcome) -
     try:
         client = get_client(config)
     except Exception as exc:  # noqa: BLE001 - a client that cannot be built fails every request, not the run
-        outcome.error = f"cannot create judge client: {type(exc).__name__}: {exc}"
+        outcome.error = redact(f"cannot create judge client: {type(exc).__name__}: {exc}", [config.api_key])
         return None
     for attempt in range(1, config.max_retries + 2):
         outcome.attempts = attempt
@@ -372,7 +374,7 @@ def _call(config: JudgeConfig, payload: dict[str, Any], outcome: JudgeOutcome) -
             return reply
         except Exception as exc:  # noqa: BLE001 - every judge-side failure becomes outcome.error
             retryable, description = _classify(exc)
-            outcome.error = f"{description} (attempt {attempt}/{config.max_retries + 1})"
+            outcome.error = redact(f"{description} (attempt {attempt}/{config.max_retries + 1})", [config.api_key])
             if not retryable or attempt > config.max_retries:
                 return None
             time.sleep(_backoff(config, attempt, exc))
@@ -481,21 +483,27 @@ def judge_batch(
             leaders[cache_keys[key]] = key
             pending.append(key)
 
-    def run_one(key: str) -> None:
+    def call(key: str) -> dict[str, Any] | None:
         outcome = outcomes[key]
         try:
             reply = _call(config, payloads[key], outcome)
         except Exception as exc:  # noqa: BLE001 - an unexpected bug fails this item, never the batch
-            outcome.error = f"internal error: {type(exc).__name__}: {exc}"
-            return
+            outcome.error = redact(f"internal error: {type(exc).__name__}: {exc}", [config.api_key])
+            return None
         if reply is None:
-            return
-        outcome.content, outcome.usage, outcome.finish_reason = reply["content"], reply["usage"], reply["finish_reason"]
-        try:
-            cache.put(cache_keys[key], {**reply, "request": payloads[key], "created": time.time()})
-        except OSError as exc:  # an unwritable cache costs a re-call later, never this result
-            logger.warning(f"judge cache write failed under {cache.root}: {exc}")
+            return None
         _log_usage(config, task, reply["usage"])
+        return {**reply, "request": payloads[key], "created": time.time()}
+
+    def run_one(key: str) -> None:
+        # Claimed across processes: a concurrent run sharing this cache that is already judging the same
+        # request is waited for, not paid twice (a killed holder's claim is released by the kernel).
+        entry, from_cache = compute_once(cache, cache_keys[key], lambda: call(key), wait=_claim_wait(config))
+        if entry is not None and isinstance(entry.get("content"), str):
+            outcome = outcomes[key]
+            outcome.content, outcome.finish_reason, outcome.cached = entry["content"], entry.get("finish_reason"), from_cache
+            outcome.usage = dict(entry.get("usage") or {})
+            outcome.error = None
 
     if pending:
         with contextlib.suppress(Exception):  # build the client before the pool; a failure is reported per request
@@ -524,11 +532,23 @@ def judge_batch(
     except OSError as exc:
         logger.error(f"judge {task}: could not write judgement records: {exc}")
     if batch.n_failed:
-        first = next(o for o in outcomes.values() if o.error)
-        logger.warning(f"judge {task}: {batch.n_failed}/{len(outcomes)} request(s) failed after retries, e.g. {first.key!r}: {first.error}")
+        failed = [o for o in outcomes.values() if o.error]
+        names = ", ".join(f"{o.key!r}" + (f" {o.meta}" if o.meta else "") for o in failed[:10])
+        run_status.record_incomplete(
+            task,
+            f"{batch.n_failed}/{len(outcomes)} judge request(s) failed after retries ({failed[0].error}): {names}"
+            f"{' ...' if len(failed) > 10 else ''}. The run's outputs are written; re-run `python -m lmms_tasks score` "
+            "on its samples file to judge them (finished judgements come from the cache).",
+        )
     with _memo_lock:
         _memo[memo_key] = batch
     return batch
+
+
+def _claim_wait(config: JudgeConfig) -> float:
+    """How long to wait for another process judging the same request before judging it here: its longest
+    legitimate run (every attempt timing out, every backoff at its cap) plus a minute."""
+    return config.timeout * (config.max_retries + 1) + config.backoff_max * config.max_retries + 60.0
 
 
 def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Callable[[str], None]) -> None:

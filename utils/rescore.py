@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils import judge
+from lmms_tasks.utils import judge, run_status
 from lmms_tasks.utils.data import iter_jsonl
+from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.taskconfig import task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
@@ -34,6 +35,18 @@ JUDGE_OPTIONS = {
     "judge_concurrency": ("concurrency", "CONCURRENCY"),
     "judge_cache_dir": ("cache_dir", "CACHE_DIR"),
 }
+
+
+# Exit statuses of `python -m lmms_tasks score` (worst first when several files are scored).
+EXIT_OK = 0
+EXIT_METRIC_FAILED = 1  # a metric could not be computed (the others are still written)
+EXIT_UNUSABLE = 2  # the samples file or the task cannot be used
+EXIT_INCOMPLETE = run_status.EXIT_INCOMPLETE  # judgements or executions failed: numbers are not final
+_SEVERITY = [EXIT_OK, EXIT_INCOMPLETE, EXIT_METRIC_FAILED, EXIT_UNUSABLE]
+
+
+def worst(a: int, b: int) -> int:
+    return max(a, b, key=_SEVERITY.index)
 
 
 class RescoreError(RuntimeError):
@@ -64,6 +77,32 @@ def _task_keys(sample: dict[str, Any]) -> list[Any]:
     found = [sample["task"]] if isinstance(sample.get("task"), str) else []
     found += [value["task"] for value in sample.values() if isinstance(value, dict) and isinstance(value.get("task"), str)]
     return found
+
+
+def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | None, str]:
+    """How many documents the run evaluated, and from where: the `n-samples` of the results file written
+    with this samples file (`<ts>_results.json`), else the number of documents of the task's data (its own
+    `process_docs`, so the data must be reachable as for the run); (None, why) when neither is known."""
+    stamp = samples_path.name.split("_samples_", 1)[0] if "_samples_" in samples_path.name else None
+    results = samples_path.parent / f"{stamp}_results.json" if stamp else None
+    if results is not None and results.is_file():
+        try:
+            effective = json.loads(results.read_text(encoding="utf-8"))["n-samples"][task]["effective"]
+            return int(effective), f"the run's {results.name} (n-samples)"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    try:
+        from lmms_eval.utils import load_yaml_config
+
+        config = load_yaml_config(yaml_path=str(task_yaml_path(task, root)), mode="full")
+        process_docs = config.get("process_docs")
+        if not callable(process_docs):
+            return None, f"task {task!r} has no process_docs"
+        return len(process_docs(None)), "the task's data"
+    except BaseException as exc:  # noqa: BLE001 - StopEvaluation included: only the completeness check is lost
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
 
 def load_metric_list(task: str, root: str) -> list[dict[str, Any]]:
@@ -129,6 +168,15 @@ def rescore(
     samples = read_samples(samples_path)
     task = task or infer_task(samples_path, samples)
     metric_list = load_metric_list(task, root or tasks_path())
+    expected, expected_from = expected_samples(task, samples_path, root or tasks_path())
+    if expected is None:
+        logger.warning(f"{samples_path}: cannot check that the file is complete: {expected_from}")
+    elif len(samples) < expected:
+        logger.warning(
+            f"{samples_path} holds {len(samples)} sample(s) but {expected_from} says {expected}: the file is incomplete "
+            f"(cut?); the metrics below cover {len(samples)} of {expected} documents"
+        )
+    faults_before = len(run_status.faults(task))
     output_dir = output_dir or samples_path.parent
     args = Namespace(output_path=str(output_dir), log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
@@ -146,10 +194,14 @@ def rescore(
             errors[metric] = f"{type(exc).__name__}: {exc}"
         if "higher_is_better" in entry:
             higher_is_better[metric] = bool(entry["higher_is_better"])
+    failures = [f.message for f in run_status.faults(task)[faults_before:]]
     return {
         "task": task,
         "samples_file": str(samples_path),
         "n_samples": len(samples),
+        "n_expected": expected,
+        "n_expected_from": expected_from,
+        "failures": failures,
         "results": results,
         "higher_is_better": higher_is_better,
         "errors": errors,
@@ -170,7 +222,13 @@ def render_table(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_tasks score", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m lmms_tasks score",
+        description=__doc__.splitlines()[0],
+        epilog="exit status: 0 all metrics computed; 3 some judgements or executions failed (everything else is "
+        "written; run again to complete them from the cache); 1 a metric could not be computed; 2 unusable "
+        "samples file or task. A file with fewer samples than the run evaluated is reported as a warning.",
+    )
     parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
     parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
     parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
@@ -184,20 +242,20 @@ def main(argv: list[str]) -> int:
     if args.task and len(args.samples) > 1:
         parser.error("--task applies to a single samples file")
     judge_options = {key: getattr(args, key) for key in JUDGE_OPTIONS}
-    status = 0
+    status = EXIT_OK
     for samples in args.samples:
-        status = max(status, _score_file(samples, args, judge_options))
+        status = worst(status, _score_file(samples, args, judge_options))
     return status
 
 
 def _score_file(samples: Path, args: argparse.Namespace, judge_options: dict[str, Any]) -> int:
-    """Re-score one file, write `<stem>.rescored.json`, print the table; 2 on unusable input, 1 on a failed metric."""
+    """Re-score one file, write `<stem>.rescored.json`, print the table; the exit status (see EXIT_*)."""
     try:
         with judge_overrides(judge_options):
             report = rescore(samples, args.task, args.include_path, args.output_dir, args.filter)
     except (RescoreError, KeyError, judge.JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE
     output_dir = args.output_dir or samples.parent
     output_dir.mkdir(parents=True, exist_ok=True)
     out_path = output_dir / f"{samples.stem}.rescored.json"
@@ -205,5 +263,11 @@ def _score_file(samples: Path, args: argparse.Namespace, judge_options: dict[str
     print(render_table(report))
     for metric, error in report["errors"].items():
         print(f"error: metric {metric!r} of {report['task']}: {error}", file=sys.stderr)
+    for failure in report["failures"]:
+        print(f"incomplete: {report['task']}: {failure}", file=sys.stderr)
+    if report["n_expected"] is not None and report["n_samples"] < report["n_expected"]:
+        print(f"warning: {samples} holds {report['n_samples']} of {report['n_expected']} samples ({report['n_expected_from']})", file=sys.stderr)
     print(f"wrote {out_path}")
-    return 1 if report["errors"] else 0
+    if report["errors"]:
+        return EXIT_METRIC_FAILED
+    return EXIT_INCOMPLETE if report["failures"] else EXIT_OK

@@ -7,22 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import datasets
+from lmms_tasks.utils.haerae_vision import metrics, prompting
 
-from lmms_tasks.utils.haerae_vision import data, metrics, prompting
-from lmms_tasks.utils.runtime_checks import warn_about_model_args
-
-
-def process_docs_original(dataset: datasets.Dataset) -> datasets.Dataset:
-    metrics.judge_config("haerae_vision_original")  # a bad judge setting fails here, before inference
-    warn_about_model_args("haerae_vision_original")
-    return data.load_docs("original")
-
-
-def process_docs_explicit(dataset: datasets.Dataset) -> datasets.Dataset:
-    metrics.judge_config("haerae_vision_explicit")
-    warn_about_model_args("haerae_vision_explicit")
-    return data.load_docs("explicit")
+process_docs_original = metrics.make_process_docs("original")
+process_docs_explicit = metrics.make_process_docs("explicit")
 
 
 def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:

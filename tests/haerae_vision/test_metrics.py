@@ -17,6 +17,7 @@ import pytest
 from lmms_tasks.utils import judge
 from lmms_tasks.utils.haerae_vision import metrics
 from lmms_tasks.utils.haerae_vision.judging import template
+from lmms_tasks.utils.run_status import StopEvaluation
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE = "stand-in-judge"
@@ -199,5 +200,6 @@ def test_bad_judge_setting_stops_process_docs_before_inference(monkeypatch: pyte
     spec.loader.exec_module(hooks)
     monkeypatch.setenv("LMMS_TASKS_JUDGE_CONCURRENCY", "많이")
     monkeypatch.setenv("HAERAE_VISION_DATA", "/nonexistent")  # never reached
-    with pytest.raises(judge.JudgeConfigError, match="LMMS_TASKS_JUDGE_CONCURRENCY"):
+    with pytest.raises(StopEvaluation, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
         hooks.process_docs_original(None)
+    assert isinstance(stopped.value.__cause__, judge.JudgeConfigError)

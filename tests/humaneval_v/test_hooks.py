@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.data import DataError
 from lmms_tasks.utils.humaneval_v import execution, hooks
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
 from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.run_status import StopEvaluation
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
 
@@ -80,7 +80,7 @@ def _write_v2t_samples(path: Path, descriptions: dict[str, list[str]]) -> Path:
 
 
 def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(DataError, match="HUMANEVAL_V_DESCRIPTIONS"):
+    with pytest.raises(StopEvaluation, match="humaneval_v_t2c_pass3: .*HUMANEVAL_V_DESCRIPTIONS"):
         hooks.make_process_docs("humaneval_v_t2c_pass3")(None)
     qids = [r["qid"] for r in data.records[fx.RECORDS_KEY]]
     run_dir = tmp_path / "v2t_run" / "model"
@@ -96,12 +96,12 @@ def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path
     # a qid missing from the file is named
     partial = _write_v2t_samples(tmp_path / "partial.jsonl", {"q1": ["d"]})
     monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(partial))
-    with pytest.raises(DataError, match="'q2'"):
+    with pytest.raises(StopEvaluation, match="'q2'"):
         docs("humaneval_v_t2c")
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"doc_id": 0}\n')
     monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(broken))
-    with pytest.raises(DataError, match="broken.jsonl:1"):
+    with pytest.raises(StopEvaluation, match="broken.jsonl:1"):
         docs("humaneval_v_t2c")
 
 

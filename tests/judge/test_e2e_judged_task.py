@@ -44,7 +44,8 @@ def test_judged_task_end_to_end_then_rescored(
     monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
     judge.clear_memo()
     before = len(judged)
-    assert rescore.main([str(samples), "--include-path", str(mini_task_root), "--output-dir", str(tmp_path / "rescored")]) == 0
+    # question three still fails (HTTP 500): everything is written and the status says the numbers are incomplete
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root), "--output-dir", str(tmp_path / "rescored")]) == rescore.EXIT_INCOMPLETE
     report = json.loads((tmp_path / "rescored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     for metric in ("judge_score", "judge_failures", "response_words"):
         assert report["results"][f"{metric},none"] == run.metric(mini_task, metric)

@@ -96,13 +96,13 @@ def test_video_jsonl_spelling_vanilla_is_accepted_and_neither_is_an_error(releas
 def test_missing_image_names_the_record(release) -> None:
     record = release.records["oc_cpr"][2]
     (release.root / "data/oc/original_obj" / record["images"][1]).unlink()
-    with pytest.raises(DataError, match=r"oc_cpr record '2_p'.*image not found"):
+    with pytest.raises(DataError, match=r"vlm2_bench oc_cpr: .*oc_cpr\.jsonl:3 \(q_id='2_p'\): field 'images' \[1\] image file not found"):
         load_docs("oc_cpr")
 
 
 def test_missing_video_names_the_vid(release) -> None:
     (release.root / "data/pc/video/UNI/UNI_AB_0001.mp4").unlink()
-    with pytest.raises(DataError, match=r"pc_vid record 'UNI_AB_0001'.*video not found"):
+    with pytest.raises(DataError, match=r"vlm2_bench pc_vid: .*pc_v_open-ended\.jsonl:1 \(vid='UNI_AB_0001'\): field 'vid': video not found"):
         load_docs("pc_vid")
 
 
@@ -165,7 +165,7 @@ def test_non_integer_count_gt_names_the_record(release) -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[1]["gt_answer"] = "three"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(DataError, match=r"oc_cnt record 'cnt2'.*must be integers"):
+    with pytest.raises(DataError, match=r"vlm2_bench oc_cnt: .*oc_cnt\.jsonl:2 \(q_id='cnt2'\): field 'gt_answer' must be an integer"):
         load_docs("oc_cnt")
 
 

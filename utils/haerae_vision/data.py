@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datasets
 
-from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
+from lmms_tasks.utils import schema
+from lmms_tasks.utils.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist
 
@@ -22,16 +23,24 @@ HF_REVISION = "main"
 SPLIT = "train"  # the only public split (165 items); the card's recorded size (653) is stale
 SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA")
 
-REQUIRED_COLUMNS = ("question_idx", "question_original", "question_explicit", "category", "images", "checklist")
+# What inference and the judge need of each item (spec 3.1); images are checked as images. The official
+# current pipeline loads images with PIL's LOAD_TRUNCATED_IMAGES, so a truncated one is accepted here too.
+FIELDS = [
+    schema.Field("question_idx", schema.identifier),
+    schema.Field("question_original", schema.text()),
+    schema.Field("question_explicit", schema.text()),
+    schema.Field("category", schema.optional_text),
+    schema.Field("checklist", schema.any_of(schema.text(), schema.string_list())),
+    schema.Field("answer", schema.optional_text, required=False),
+]
 STAMPED_COLUMNS = ("hv_task", "hv_variant", "question_used", "checklist_text")
 
 
 def load_split() -> datasets.Dataset:
-    """The raw public split, from `HAERAE_VISION_DATA` when set, else the pinned HF revision."""
+    """The raw public split, from `HAERAE_VISION_DATA` when set, else the pinned HF revision; every item is
+    checked (ids unique, questions and checklist present, one or more readable images) before any request."""
     dataset = load_parquet_split(SOURCE, SPLIT)
-    missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
-    if missing:
-        raise DataError(f"{SOURCE.describe()}: split {SPLIT!r} lacks column(s) {missing} (has {dataset.column_names})")
+    check_split(SOURCE, SPLIT, dataset, FIELDS, id_field="question_idx", image_fields={"images": True})
     return dataset
 
 
@@ -43,17 +52,10 @@ def stamp_variant(dataset: datasets.Dataset, variant: str) -> datasets.Dataset:
     ids = table.column("question_idx").to_pylist()
     questions = table.column(f"question_{variant}").to_pylist()
     checklists = table.column("checklist").to_pylist()
-    seen: set[str] = set()
     rendered: list[str] = []
-    for row, (qid, question, checklist) in enumerate(zip(ids, questions, checklists)):
-        where = f"{SOURCE.describe()} row {row} (question_idx={qid!r})"
-        if qid is None or str(qid) in seen:
-            raise DataError(f"{where}: question_idx is missing or duplicated; items are paired across variants by it")
-        seen.add(str(qid))
-        if not isinstance(question, str) or not question.strip():
-            raise DataError(f"{where}: question_{variant} is empty or not a string")
+    for row, (qid, checklist) in enumerate(zip(ids, checklists)):
         try:
-            rendered.append(render_checklist(checklist, where=where))
+            rendered.append(render_checklist(checklist, where=f"{SOURCE.describe()} row {row} (question_idx={qid!r})"))
         except ChecklistError as exc:
             raise DataError(str(exc)) from exc
     for column in STAMPED_COLUMNS:

@@ -152,6 +152,27 @@ def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
     return requests
 
 
+def make_process_docs(variant: str) -> Any:
+    """`process_docs` of one variant's task: the judge settings first (a malformed one stops the run before
+    any inference), then the checked documents; any error stops the run (`run_status.stops_run`)."""
+    import datasets
+
+    from lmms_tasks.utils.haerae_vision import data, task_name
+    from lmms_tasks.utils.run_status import stops_run
+    from lmms_tasks.utils.runtime_checks import warn_about_model_args
+
+    task = task_name(variant)
+
+    @stops_run(task)
+    def process_docs(dataset: datasets.Dataset | None) -> datasets.Dataset:
+        judge_config(task)
+        warn_about_model_args(task)
+        return data.load_docs(variant)
+
+    process_docs.__name__ = f"process_docs_{variant}"
+    return process_docs
+
+
 def judge_config(task: str) -> Any:
     """The task's judge settings (official defaults < LMMS_TASKS_JUDGE_* < YAML metadata.judge).
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.data import DataError, DataSource, load_parquet_split
+from lmms_tasks.utils import schema
+from lmms_tasks.utils.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
 from lmms_tasks.utils.humaneval_v.execution import require_opt_in
@@ -20,19 +21,20 @@ from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.responses import plain
+from lmms_tasks.utils.run_status import stops_run
 from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.taskconfig import task_metadata
 
 SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
-REQUIRED_COLUMNS = (
-    "qid",
-    "diagram",
-    "function_signature",
-    "test_script",
-    "ground_truth_diagram_description",
-    "capability_aspects",
-    "task_type",
-)
+# What the scorer needs of each row (spec 2.2); the diagram is checked as an image (header and completeness).
+FIELDS = [
+    schema.Field("qid", schema.text()),
+    schema.Field("function_signature", schema.text()),
+    schema.Field("test_script", schema.text()),
+    schema.Field("ground_truth_diagram_description", schema.text(nonempty=False)),
+    schema.Field("capability_aspects", schema.mapping),
+    schema.Field("task_type", schema.text(nonempty=False)),
+]
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"
 
 
@@ -47,10 +49,9 @@ def k_of(task: str) -> int:
 
 
 def load_documents() -> datasets.Dataset:
+    """The test split, every row checked (ids unique, fields typed, diagrams readable) before any request."""
     dataset = load_parquet_split(SOURCE, "test")
-    missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
-    if missing:
-        raise DataError(f"{SOURCE.describe()}: HumanEval-V data lacks columns {missing} (have {dataset.column_names})")
+    check_split(SOURCE, "test", dataset, FIELDS, id_field="qid", image_fields={"diagram": False})
     guarded = [q for q, t in zip(dataset["qid"], dataset["test_script"]) if "__name__" in t]
     if guarded:  # quirk H7: under exec(program, {}) such a guard skips the tests, which then "pass"
         logger.warning(f"HumanEval-V test scripts mention __name__ (a __main__ guard skips the tests officially): {guarded[:20]}")
@@ -66,6 +67,7 @@ def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Datase
     """`process_docs` for one task: the opt-in check first (before any inference), then the real data."""
     setting = setting_of(task)
 
+    @stops_run(task)
     def process_docs(_manifest: datasets.Dataset) -> datasets.Dataset:
         metadata = task_metadata(task)
         if setting != "v2t" or strong_coder_enabled(metadata):

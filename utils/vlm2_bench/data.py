@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.data import DataError, DataSource, read_jsonl, release_root
+from lmms_tasks.utils import schema
+from lmms_tasks.utils.data import DataError, DataSource, iter_jsonl, release_root
 from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 
@@ -78,17 +79,40 @@ def image_lengths(records: list[dict[str, Any]]) -> dict[Any, int]:
     return lengths
 
 
-def _record_name(subtask: str, record: dict[str, Any], line: int) -> str:
-    ident = record.get("vid") if subtask == "pc_vid" else record.get("q_id")
-    return f"vlm2_bench {subtask} record {ident!r} (line {line})"
-
-
 def _q_id(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else json.dumps(value))
 
 
+def _is_list(value: Any) -> str | None:
+    return None if isinstance(value, list) else f"must be a list, got {type(value).__name__} {value!r:.60}"
+
+
+_TF = schema.one_of("T", "F", normalise=lambda v: v.strip().upper())  # the cpr scorer strips and upper-cases
+_GT = {"tf_gc": _TF, "tf_cpr": _TF, "cnt": schema.integer, "grp": schema.text()}
+
+
+def fields(kind: str) -> list[schema.Field]:
+    """What the official scorer of `kind` reads from a record (spec 1.2)."""
+    if kind == "vid":
+        return [
+            schema.Field("vid", schema.text()),
+            schema.Field("question", schema.text()),
+            schema.Field("gt_answer", schema.optional_text, required=False),
+        ]
+    found = [
+        schema.Field("q_id", schema.identifier),
+        schema.Field("question", schema.text()),
+        schema.Field("gt_answer", _GT[kind]),
+        schema.Field("images", schema.string_list(nonempty=False)),
+    ]
+    if kind == "cnt":
+        found += [schema.Field("image_seq_len", schema.integer, required=False), schema.Field("image_seq", _is_list, required=False)]
+    return found
+
+
 def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
-    """The subtask's documents in file order, with absolute media paths checked to exist.
+    """The subtask's documents in file order, every record checked (fields, types, media present and
+    readable) before any request; errors name the file, line, record and field.
 
     Image records with fewer than two images are left out, as the official inference scripts skip them.
     """
@@ -96,15 +120,21 @@ def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
         raise DataError(f"unknown VLM2-Bench subtask {subtask!r}; expected one of {sorted(SUBTASKS)}")
     root = root or dataset_root()
     path = question_file(root, subtask)
-    records = read_jsonl(path)
+    numbered = list(iter_jsonl(path))
+    records = [record for _, record in numbered]
     family, kind = SUBTASKS[subtask]
+    id_field = "vid" if kind == "vid" else "q_id"
+    benchmark = f"vlm2_bench {subtask}"
+    try:
+        schema.check_records(benchmark, (schema.Record(f"{path}:{line}", r) for line, r in numbered), fields(kind), id_field, unique_ids=False)
+    except schema.SchemaError as exc:
+        raise DataError(str(exc)) from exc
     lengths = image_lengths(records) if kind == "cnt" else {}
     docs: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for index, record in enumerate(records):
-        name = _record_name(subtask, record, index + 1)
-        if "question" not in record:
-            raise DataError(f"{name} in {path}: no 'question' field")
+    images_to_check: list[tuple[str, str, Any]] = []
+    for index, (line, record) in enumerate(numbered):
+        where = f"{benchmark}: {path}:{line} ({id_field}={record.get(id_field)!r})"
         doc: dict[str, Any] = {
             "task": task_name(subtask),
             "subtask": subtask,
@@ -117,36 +147,32 @@ def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
             "video_path": "",
         }
         if kind == "vid":
-            vid = record.get("vid")
-            if not isinstance(vid, str) or not vid:
-                raise DataError(f"{name} in {path}: no 'vid' field")
+            vid = record["vid"]
             video = find_video(root, vid)
             if video is None:
                 tried = ", ".join(str(root / VIDEO_DIR / f"{vid}{ext}") for ext in VIDEO_EXTENSIONS)
-                raise DataError(f"{name}: video not found (tried {tried})")
-            doc.update(vid=vid, video_path=str(video), gt=str(record.get("gt_answer", "")))
+                raise DataError(f"{where}: field 'vid': video not found (tried {tried})")
+            doc.update(vid=vid, video_path=str(video), gt=str(record.get("gt_answer") or ""))
         else:
-            images = record.get("images")
-            if not isinstance(images, list):
-                raise DataError(f"{name} in {path}: 'images' must be a list of paths")
+            images = record["images"]
             if len(images) < 2:
                 skipped.append(str(record.get("q_id")))
                 continue
-            image_paths = [root / IMAGE_DIRS[family] / str(rel) for rel in images]
-            for image_path in image_paths:
-                if not image_path.is_file():
-                    raise DataError(f"{name}: image not found: {image_path}")
-            doc["images"] = [str(p) for p in image_paths]
-            gt = record.get("gt_answer")
+            image_paths = [str(root / IMAGE_DIRS[family] / str(rel)) for rel in images]
+            images_to_check.append((f"{path}:{line}", record.get("q_id"), image_paths))
+            doc["images"] = image_paths
             if kind == "cnt":
-                try:
-                    doc["gt"] = None if gt is None else int(gt)
-                    doc["image_len"] = int(lengths.get(record.get("q_id"), DEFAULT_IMAGE_LEN))
-                except (TypeError, ValueError) as exc:
-                    raise DataError(f"{name} in {path}: counting gt_answer / image_seq_len must be integers ({exc})") from exc
+                doc["gt"] = record["gt_answer"]
+                doc["image_len"] = lengths.get(record.get("q_id"), DEFAULT_IMAGE_LEN)
+                if not isinstance(doc["image_len"], int) or doc["image_len"] < 1:
+                    raise DataError(f"{where}: field 'image_seq_len' gives L={doc['image_len']!r}; the counting scorer needs an integer >= 1")
             else:
-                doc["gt"] = "" if gt is None else str(gt)
+                doc["gt"] = str(record["gt_answer"])
         docs.append(doc)
+    try:
+        schema.check_images(benchmark, images_to_check, "images", "q_id")
+    except schema.SchemaError as exc:
+        raise DataError(str(exc)) from exc
     if skipped:
         logger.warning(
             f"vlm2_bench {subtask}: skipped {len(skipped)} record(s) with fewer than 2 images, as the official scripts do: {skipped[:10]}"

@@ -24,6 +24,7 @@ import datasets
 
 from lmms_tasks.utils.group_inputs import GroupInput, payloads
 from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.run_status import stops_run
 from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
 from lmms_tasks.utils.vlm2_bench import messages as _messages
@@ -64,6 +65,7 @@ def process_docs(subtask: str, dataset: datasets.Dataset | None = None) -> datas
 def process_docs_for(subtask: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
     """The `process_docs` hook of one subtask's YAML (lmms-eval passes only the loaded dataset)."""
 
+    @stops_run(f"vlm2_bench_{subtask}")
     def hook(dataset: datasets.Dataset) -> datasets.Dataset:
         return process_docs(subtask, dataset)
 
