@@ -13,6 +13,12 @@ def _cmd_path(_: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.report import main as report_main
+
+    return report_main(args.rest)
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from lmms_tasks.utils.rescore import main as rescore_main
 
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
         "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
+        "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
         "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
         "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
         "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),

@@ -7,6 +7,11 @@ over our tasks and prints lmms-eval's results tables. Nothing leaves 127.0.0.1.
 A fixture module may define `DEMO_STAGES` (lists of task/group names run one after another, default one
 stage with the benchmark's group) and `stage_env(stage, previous)` (extra environment for a stage, given the
 previous stage's RunResult, e.g. the samples file a second stage reads).
+
+With `--models 2` a second stand-in model (`stand-in-vlm-b`, scripted by each fixture module's
+`script_demo_second_model`, with different replies) runs every stage too, each model into its own
+`results/<model>/` directory. The demo ends by writing a results report (`python -m lmms_tasks report`)
+for its runs and printing where it is.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmms_tasks import BENCHMARKS
-from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
+from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import RecordedRequest, StandInServer
 
 # Fixture code only: the demo runs the HumanEval-V programs it scripted itself, in the sandbox.
 DEMO_ENV = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}
+# The demo's stand-in models under test; the second is scripted by `script_demo_second_model`.
+DEMO_MODELS = (STAND_IN_MODEL, "stand-in-vlm-b")
 
 
 def _tables(result: RunResult) -> str:
@@ -42,37 +49,54 @@ class DemoOutcome:
 
     runs: list[RunResult] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
+    run_dirs: dict[str, Path] = field(default_factory=dict)  # model -> the directory holding its runs
 
 
-def run_demo(benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False) -> DemoOutcome:
-    """Run every stage of every benchmark against one stand-in server."""
+def run_demo(
+    benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1
+) -> DemoOutcome:
+    """Run every stage of every benchmark against one stand-in server, for 1 or 2 stand-in models.
+
+    One model writes its runs under `work_dir/results/`; two models under `work_dir/results/<model>/`
+    each (the first model's runs all come first, so the second one meets a warm judge cache).
+    """
+    if models not in (1, 2):
+        raise ValueError(f"the demo has 1 or 2 stand-in models, not {models}")
     say = (lambda *a, **k: None) if quiet else print
     outcome = DemoOutcome()
     runs = outcome.runs
+    names = DEMO_MODELS[:models]
     with StandInServer(default_reply="") as server:
         data_env: dict[str, str] = {}
         modules = {}
         for benchmark in benchmarks:
             module = importlib.import_module(f"lmms_tasks.utils.testing.fixtures.{benchmark}")
             fixtures = module.write(work_dir / "data" / benchmark)
+            for name in names[1:]:  # earlier rules win: the second model's rules go first
+                module.script_demo_second_model(server, fixtures, name)
             module.script_demo(server, fixtures)
             data_env.update(fixtures.env)
             modules[benchmark] = module
         env = offline_env(server.base_url, work_dir, data_env=data_env, extra=DEMO_ENV)
-        for benchmark, module in modules.items():
-            previous: RunResult | None = None
-            for stage, tasks in enumerate(getattr(module, "DEMO_STAGES", [[benchmark]])):
-                stage_env = dict(env)
-                if hasattr(module, "stage_env"):
-                    stage_env.update(module.stage_env(stage, previous))
-                started = time.monotonic()
-                say(f"\n=== {benchmark}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
-                result = run_lmms_eval(tasks, server.base_url, work_dir / "results" / f"{benchmark}_{stage}", env=stage_env, num_processes=num_processes)
-                result.check()
-                say(_tables(result))
-                say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
-                runs.append(result)
-                previous = result
+        for name in names:
+            root = work_dir / "results" / name if models > 1 else work_dir / "results"
+            outcome.run_dirs[name] = root
+            for benchmark, module in modules.items():
+                previous: RunResult | None = None
+                for stage, tasks in enumerate(getattr(module, "DEMO_STAGES", [[benchmark]])):
+                    stage_env = dict(env)
+                    if hasattr(module, "stage_env"):
+                        stage_env.update(module.stage_env(stage, previous))
+                    started = time.monotonic()
+                    say(f"\n=== {name}, {benchmark}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
+                    result = run_lmms_eval(
+                        tasks, server.base_url, root / f"{benchmark}_{stage}", env=stage_env, num_processes=num_processes, model_version=name
+                    )
+                    result.check()
+                    say(_tables(result))
+                    say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
+                    runs.append(result)
+                    previous = result
         outcome.requests = list(server.requests)
         say(f"\nstand-in server answered {len(server.requests)} requests "
               f"({len(server.requests_for(model='stand-in-judge'))} of them as the judge)")
@@ -84,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated subset of " + ",".join(BENCHMARKS))
     parser.add_argument("--work-dir", type=Path, default=None, help="keep fixtures and results here (default: a temporary directory, removed)")
     parser.add_argument("--num-processes", type=int, default=1, help="run lmms-eval under `accelerate launch --num_processes N`")
+    parser.add_argument("--models", type=int, choices=(1, 2), default=1, help="stand-in models to evaluate (2: a second model with different replies)")
+    parser.add_argument("--report-dir", type=Path, default=None, help="where to write the results report (default: <work-dir>/report, or a new temporary directory that is kept)")
+    parser.add_argument("--no-report", action="store_true", help="do not write the results report")
     args = parser.parse_args(argv)
     benchmarks = [b for b in args.benchmarks.split(",") if b]
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
@@ -91,8 +118,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="lmms_tasks_demo_"))
     try:
-        run_demo(benchmarks, work_dir, args.num_processes)
+        outcome = run_demo(benchmarks, work_dir, args.num_processes, models=args.models)
+        if not args.no_report:
+            report_dir = args.report_dir or (work_dir / "report" if args.work_dir else Path(tempfile.mkdtemp(prefix="lmms_tasks_demo_report_")))
+            _write_report(list(outcome.run_dirs.values()), report_dir)
     finally:
         if args.work_dir is None:
             shutil.rmtree(work_dir, ignore_errors=True)
     return 0
+
+
+def _write_report(run_dirs: list[Path], report_dir: Path) -> None:
+    """The demo's last step: the results report of its runs (skipped, with the reason, without matplotlib)."""
+    from lmms_tasks.utils.report import ReportDependencyError, write_report
+
+    try:
+        written = write_report(run_dirs, report_dir)
+    except ReportDependencyError as exc:
+        print(f"\nno results report: {exc}")
+        return
+    print(f"\nresults report: {written.html}\n                {written.markdown}")

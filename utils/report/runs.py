@@ -1,0 +1,320 @@
+"""Reading lmms-eval output directories: results files, grouped into runs (one model each), and the
+judgement and execution summaries our tasks write beside them.
+
+Layout read (lmms-eval 0.7.3): `<output_path>/<model>/<ts>_results.json` (or `<output_path>/<ts>_results.json`
+when no model name is known), `<output_path>/judgements/<task>.summary.json` and
+`<output_path>/executions/<task>.summary.json`. Nothing here computes a metric: every value is read
+as the file holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS_SUFFIX = "_results.json"
+_MODEL_KEYS = ("model_version", "pretrained", "model", "model_name", "model_id")
+_STDERR = re.compile(r"_stderr(_clt|_clustered)?$")
+
+
+class ReportInputError(ValueError):
+    """An input directory holds nothing a report can be made of; the message says which and why."""
+
+
+@dataclass
+class ResultsFile:
+    """One lmms-eval invocation: its `*_results.json`, parsed, and the output path beside it."""
+
+    path: Path
+    data: dict[str, Any]
+    output_path: Path
+
+    @property
+    def stamp(self) -> str:
+        return self.path.name[: -len(RESULTS_SUFFIX)]
+
+    @property
+    def date(self) -> str:
+        """lmms-eval's `date` (a `YYYYMMDD_HHMMSS` string), else the file name's timestamp."""
+        return str(self.data.get("date") or self.stamp)
+
+    @property
+    def model(self) -> str:
+        return model_identity(self.data)
+
+    def section(self, name: str) -> dict[str, Any] | None:
+        """A task's or group's metrics: the "groups" section first (group-level numbers), then "results"."""
+        for part in ("groups", "results"):
+            found = (self.data.get(part) or {}).get(name)
+            if isinstance(found, dict):
+                return found
+        return None
+
+    def names(self) -> set[str]:
+        return set(self.data.get("results") or {}) | set(self.data.get("groups") or {})
+
+
+def model_identity(data: Mapping[str, Any]) -> str:
+    """The model under test: `model_version`/`pretrained`/`model` from `config.model_args`, else
+    lmms-eval's `model_name`, else the backend name."""
+    config = data.get("config") or {}
+    args = config.get("model_args")
+    if isinstance(args, Mapping):
+        for key in _MODEL_KEYS:
+            if args.get(key):
+                return str(args[key])
+    elif isinstance(args, str):
+        for key in _MODEL_KEYS:
+            match = re.search(rf"(?:^|,)\s*{key}=([^,]+)", args)
+            if match and match.group(1).strip():
+                return match.group(1).strip()
+    return str(data.get("model_name") or config.get("model") or "unknown model")
+
+
+def _output_path(results_path: Path, data: Mapping[str, Any]) -> Path:
+    """The `--output_path` a results file was written under (where judgements/ and executions/ go): the
+    directory holding those folders, else the parent of lmms-eval's per-model directory."""
+    parent = results_path.parent
+    for candidate in (parent, parent.parent):
+        if (candidate / "judgements").is_dir() or (candidate / "executions").is_dir():
+            return candidate
+    return parent.parent if parent.name == data.get("model_name_sanitized") else parent
+
+
+def read_results_file(path: Path) -> ResultsFile:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportInputError(f"{path}: not a readable lmms-eval results file: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ReportInputError(f"{path}: no 'results' section; is this an lmms-eval results file?")
+    return ResultsFile(Path(path), data, _output_path(Path(path), data))
+
+
+def find_results_files(root: Path) -> list[Path]:
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*" + RESULTS_SUFFIX) if p.is_file())
+
+
+@dataclass
+class Run:
+    """One model's results, from one input directory (possibly several lmms-eval invocations)."""
+
+    label: str
+    model: str
+    source: Path
+    files: list[ResultsFile] = field(default_factory=list)
+    owner: dict[str, ResultsFile] = field(default_factory=dict)  # task or group -> the file it is read from
+    superseded: list[tuple[str, ResultsFile]] = field(default_factory=list)
+
+    def section(self, name: str) -> dict[str, Any] | None:
+        owner = self.owner.get(name)
+        return owner.section(name) if owner else None
+
+    def has(self, name: str) -> bool:
+        return name in self.owner
+
+
+def _assign_owners(run: Run) -> None:
+    """Each task/group is read from the newest file that has it; older copies are listed as superseded."""
+    for results_file in sorted(run.files, key=lambda f: (f.date, str(f.path))):
+        for name in results_file.names():
+            previous = run.owner.get(name)
+            if previous is not None:
+                run.superseded.append((name, previous))
+            run.owner[name] = results_file
+
+
+def load_runs(inputs: Iterable[Path | str]) -> list[Run]:
+    """Runs in input order: the results files under each input, grouped by model. Two runs with the same
+    label get the input directory's name appended (and a counter if that is still ambiguous)."""
+    runs: list[Run] = []
+    for raw in inputs:
+        source = Path(raw)
+        if not source.exists():
+            raise ReportInputError(f"{source}: no such file or directory")
+        paths = find_results_files(source)
+        if not paths:
+            raise ReportInputError(f"{source}: no lmms-eval results file (*{RESULTS_SUFFIX}) found under it")
+        by_model: dict[str, Run] = {}
+        for path in paths:
+            results_file = read_results_file(path)
+            model = results_file.model
+            run = by_model.setdefault(model, Run(label=model, model=model, source=source))
+            run.files.append(results_file)
+        runs.extend(by_model.values())
+    for run in runs:
+        _assign_owners(run)
+    _disambiguate(runs)
+    return runs
+
+
+def _disambiguate(runs: list[Run]) -> None:
+    def duplicated() -> set[str]:
+        labels = [r.label for r in runs]
+        return {label for label in labels if labels.count(label) > 1}
+
+    clash = duplicated()
+    for run in runs:
+        if run.label in clash:
+            name = run.source.name if run.source.is_dir() else run.source.parent.name
+            run.label = f"{run.model} ({name})"
+    clash = duplicated()
+    counters: dict[str, int] = {}
+    for run in runs:
+        if run.label in clash:
+            counters[run.label] = counters.get(run.label, 0) + 1
+            run.label = f"{run.label} #{counters[run.label]}"
+
+
+# -- metric lookup ---------------------------------------------------------------------------------------
+
+
+def metric_keys(section: Mapping[str, Any], name: str) -> list[str]:
+    """Every `"<name>,<filter>"` key of a section (never the stderr companions), "none" filter first."""
+    keys = [k for k in section if "," in k and k.split(",", 1)[0] == name]
+    return sorted(keys, key=lambda k: (k.split(",", 1)[1] != "none", k))
+
+
+def metric(section: Mapping[str, Any] | None, name: str, filter_name: str | None = None) -> Any:
+    """A metric's value whatever its filter (`pass@3,n6` or `pass@3,none`); None when absent."""
+    if not section:
+        return None
+    if filter_name is not None and f"{name},{filter_name}" in section:
+        return section[f"{name},{filter_name}"]
+    keys = metric_keys(section, name)
+    return section[keys[0]] if keys else None
+
+
+def metric_names(section: Mapping[str, Any]) -> list[str]:
+    """Metric names of a section in file order, without stderr companions and the alias."""
+    names: list[str] = []
+    for key in section:
+        if "," not in key:
+            continue
+        name = key.split(",", 1)[0]
+        if _STDERR.search(name) or name in names:
+            continue
+        names.append(name)
+    return names
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is not a number here
+
+
+# -- judgement and execution summaries -------------------------------------------------------------------
+
+
+@dataclass
+class Summary:
+    """A `<task>.summary.json` from judgements/ or executions/, attributed to the results file that owns it."""
+
+    kind: str  # "judgements" | "executions"
+    task: str  # the summary's task name (may be `<lmms-eval task>_<suffix>`, e.g. ..._strong_coder)
+    owner_task: str  # the lmms-eval task it belongs to
+    path: Path
+    data: dict[str, Any]
+    results_file: ResultsFile
+    stale: bool = False  # a later lmms-eval run in the same output path wrote this file
+
+
+def _owner_task(summary_task: str, names: Iterable[str]) -> str | None:
+    candidates = [n for n in names if summary_task == n or summary_task.startswith(n + "_")]
+    return max(candidates, key=len) if candidates else None
+
+
+def _sibling_results(output_path: Path) -> list[ResultsFile]:
+    found = []
+    for path in sorted(list(output_path.glob("*" + RESULTS_SUFFIX)) + list(output_path.glob("*/*" + RESULTS_SUFFIX))):
+        try:
+            found.append(read_results_file(path))
+        except ReportInputError:
+            continue
+    return found
+
+
+def summaries(run: Run, kind: str) -> list[Summary]:
+    """The run's judgement or execution summaries, in task order. A summary belongs to the newest results
+    file (by date) of its output path that has its task; if that is not one of this run's files, the file
+    was overwritten by a later invocation and is returned with `stale=True`."""
+    out: list[Summary] = []
+    siblings_cache: dict[Path, list[ResultsFile]] = {}
+    for results_file in run.files:
+        directory = results_file.output_path / kind
+        if not directory.is_dir():
+            continue
+        siblings = siblings_cache.setdefault(results_file.output_path, _sibling_results(results_file.output_path))
+        for path in sorted(directory.glob("*.summary.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            task = str(data.get("task") or path.name[: -len(".summary.json")])
+            owner = _owner_task(task, results_file.data.get("results") or {})
+            if owner is None or run.owner.get(owner) is not results_file:
+                continue
+            holders = [s for s in siblings if _owner_task(task, s.data.get("results") or {}) == owner]
+            newest = max(holders, key=lambda s: (s.date, str(s.path))) if holders else None
+            stale = newest is not None and newest.path.resolve() != results_file.path.resolve()
+            out.append(Summary(kind, task, owner, path, data, results_file, stale))
+    return sorted(out, key=lambda s: s.task)
+
+
+_INFO_FIELDS = {
+    "n": "requests",
+    "failed": "failed",
+    "unparsed": "unparsed",
+    "cached": "cache_hits",
+    "tokens_in": "input_tokens",
+    "tokens_out": "output_tokens",
+}
+
+
+def parse_judge_info(text: Any) -> dict[str, Any]:
+    """The counts of a `judge_info` metric string (`judge=M@host prompt_sha256=… n=5 failed=0 …`), under
+    the summary file's field names; plus `judge_model`."""
+    if not isinstance(text, str):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in re.findall(r"(\w+)=(\S+)", text):
+        if key == "judge":
+            out["judge_model"] = value.rsplit("@", 1)[0]
+        elif key in _INFO_FIELDS and re.fullmatch(r"\d+", value):
+            out[_INFO_FIELDS[key]] = int(value)
+    return out
+
+
+def judge_info_of(section: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The parsed `judge_info` (or `<x>_judge_info`) metric of a task section, {} without one."""
+    if not section:
+        return {}
+    for name in metric_names(section):
+        if name == "judge_info" or name.endswith("_judge_info"):
+            return parse_judge_info(metric(section, name))
+    return {}
+
+
+__all__ = [
+    "ReportInputError",
+    "ResultsFile",
+    "Run",
+    "Summary",
+    "find_results_files",
+    "is_number",
+    "judge_info_of",
+    "load_runs",
+    "metric",
+    "metric_keys",
+    "metric_names",
+    "model_identity",
+    "parse_judge_info",
+    "read_results_file",
+    "summaries",
+]

@@ -1,0 +1,610 @@
+"""The report's sections: which numbers go in which table and plot, read from the runs' files.
+
+Rules every builder follows (the report's tests check them): a number comes from one place in one file
+(results.json's "groups"/"results" sections, a judgement or execution summary, or a published-numbers
+module) and is formatted by `tables.fmt`; a group-level number (Avg, Δhuman, the HAERAE gap) is read
+from the group, never from its subtasks; metrics are found by name whatever their filter (`pass@3,n6`
+and `pass@3,none`); nothing is summed, averaged or subtracted for printing. Plots show the same values.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lmms_tasks.utils.haerae_vision import published as haerae_published
+from lmms_tasks.utils.humaneval_v import published as humaneval_published
+from lmms_tasks.utils.report import plots
+from lmms_tasks.utils.report.runs import Run, Summary, is_number, judge_info_of, metric, metric_names, summaries
+from lmms_tasks.utils.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
+from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
+from lmms_tasks.utils.vlm2_bench import published as vlm2_published
+
+
+@dataclass
+class Section:
+    anchor: str
+    title: str
+    intro: str = ""
+    blocks: list[Table | plots.Plot | str] = field(default_factory=list)
+
+
+def _labels(runs: Sequence[Run]) -> list[str]:
+    return [run.label for run in runs]
+
+
+def _colour(runs: Sequence[Run], run: Run) -> str:
+    return plots.run_colour(list(runs).index(run))
+
+
+# -- runs ---------------------------------------------------------------------------------------------------
+
+
+def runs_section(runs: Sequence[Run]) -> Section:
+    table = Table("runs", "Runs (one per model and input directory)", ["Run", "Model", "Backend", "Input", "lmms-eval results files"])
+    for run in runs:
+        backend = str((run.files[0].data.get("config") or {}).get("model") or NA)
+        files = "; ".join(f"`{f.path.relative_to(run.source) if run.source.is_dir() else f.path.name}`" for f in run.files)
+        table.add(run.label, f"`{run.model}`", f"`{backend}`", f"`{run.source}`", files)
+    section = Section("runs", "Runs", "Each run is one model's lmms-eval results read from one input directory.", [table])
+    notes = [
+        f"- {run.label}: `{name}` from `{old.path.name}` is superseded by a newer results file"
+        for run in runs
+        for name, old in run.superseded
+    ]
+    if notes:
+        section.blocks.append("When a task appears in several results files of a run, the newest file is read:\n\n" + "\n".join(notes))
+    return section
+
+
+# -- VLM2-Bench ---------------------------------------------------------------------------------------------
+
+VLM2_GROUP = "vlm2_bench"
+VLM2_FAMILIES = (("GC", "vlm2_bench_gc"), ("OC", "vlm2_bench_oc"), ("PC", "vlm2_bench_pc"))
+VLM2_HEADLINE_METRICS = ("vlm2_score", "vlm2_img8_score", "vlm2_gap_to_human")
+
+
+def _vlm2_runs(runs: Sequence[Run]) -> list[Run]:
+    return [run for run in runs if run.has(VLM2_GROUP) or any(run.has(task_name(s)) for s in SUBTASKS)]
+
+
+def vlm2_section(runs: Sequence[Run]) -> Section | None:
+    have = _vlm2_runs(runs)
+    if not have:
+        return None
+    labels = vlm2_published.COLUMN_LABELS
+    section = Section(
+        "vlm2-bench",
+        "VLM2-Bench",
+        f"Per-subtask scores (0-100) of each run next to the published rows of {vlm2_published.CITATION}, "
+        f"<{vlm2_published.PAPER_URL}>. Avg(9) is the unweighted mean of the nine subtasks (the paper's overall), "
+        "Avg(8 img) the mean of the eight image subtasks and Δhuman = Avg(9) minus the human Avg(9), each read "
+        f"from the `{VLM2_GROUP}` group of the results.",
+    )
+    table = Table(
+        "vlm2-table1", "VLM2-Bench: runs and paper Table 1", ["Row", "Source", *labels.values(), "Avg(9)", "Avg(8 img)", "Δhuman"]
+    )
+    run_values: list[tuple[str, dict[str, Any]]] = []
+    for run in have:
+        group = run.section(VLM2_GROUP)
+        values = {s: metric(run.section(task_name(s)), "vlm2_score") for s in SUBTASKS}
+        values["Avg(9)"] = metric(group, "vlm2_score")
+        run_values.append((run.label, {labels[s]: values[s] for s in SUBTASKS} | {"Avg(9)": values["Avg(9)"]}))
+        table.add(
+            run.label,
+            "run",
+            *(fmt(values[s], SCORE) for s in SUBTASKS),
+            fmt(values["Avg(9)"], SCORE),
+            fmt(metric(group, "vlm2_img8_score"), SCORE),
+            fmt(metric(group, "vlm2_gap_to_human"), SCORE),
+        )
+    published_values: list[tuple[str, dict[str, Any]]] = []
+    for row in vlm2_published.TABLE1:
+        table.add(
+            row.name,
+            "Table 1",
+            *(fmt(row.scores[s], SCORE) if row.scores[s] is not None else NONE for s in SUBTASKS),
+            fmt(row.avg, SCORE) if row.avg is not None else NONE,
+            fmt(row.avg8, SCORE) if row.avg8 is not None else NONE,
+            fmt(row.delta_human, SCORE),
+        )
+        if row.kind == "model":
+            published_values.append((row.name, {labels[s]: row.scores[s] for s in SUBTASKS} | {"Avg(9)": row.avg}))
+    table.note = (
+        f"Source: runs from their results files; published rows from {vlm2_published.CITATION}. "
+        "The chance row has no PC-VID score and Table 1 gives its average over the eight image subtasks, "
+        "shown under Avg(8 img). `–`: not in Table 1; N/A: not in the run's results."
+    )
+    human, chance = vlm2_published.row("Human"), vlm2_published.row("Chance")
+    section.blocks += [
+        plots.Plot(
+            "vlm2_subtasks",
+            "VLM2-Bench per subtask and overall: runs (colours) and the published models of Table 1 (grey), "
+            "with the human (dashed) and chance (dotted) levels.",
+            functools.partial(
+                plots.vlm2_subtasks,
+                panels=[*labels.values(), "Avg(9)"],
+                runs=run_values,
+                published=published_values,
+                human={labels[s]: human.scores[s] for s in SUBTASKS} | {"Avg(9)": human.avg},
+                chance={labels[s]: chance.scores[s] for s in SUBTASKS},
+            ),
+            (11.0, 2.2 * 2 + 0.3 * (len(run_values) + len(published_values))),
+        ),
+        table,
+    ]
+    exact_present = any(
+        is_number(metric(run.section(VLM2_GROUP), name)) for run in have for name in ("vlm2_exact_score", "vlm2_exact_img8_score")
+    ) or any(is_number(metric(run.section(task_name(s)), "gc_exact_pair_acc")) for run in have for s in ("gc_mat", "gc_trk"))
+    if exact_present:
+        exact = Table(
+            "vlm2-exact",
+            "VLM2-Bench with GC scored by exact match (the official GC scorer's mode)",
+            ["Run", "GC-Mat exact", "GC-Trk exact", "Avg(9) exact", "Avg(8 img) exact"],
+        )
+        for run in have:
+            group = run.section(VLM2_GROUP)
+            exact.add(
+                run.label,
+                fmt(metric(run.section(task_name("gc_mat")), "gc_exact_pair_acc"), SCORE),
+                fmt(metric(run.section(task_name("gc_trk")), "gc_exact_pair_acc"), SCORE),
+                fmt(metric(group, "vlm2_exact_score"), SCORE),
+                fmt(metric(group, "vlm2_exact_img8_score"), SCORE),
+            )
+        exact.note = "GC pair accuracy when only a bare `T`/`F` answer counts (`gc_exact_pair_acc`), and the group averages with it (`vlm2_exact_score`, `vlm2_exact_img8_score`) where the results have them."
+        section.blocks.append(exact)
+    families = Table("vlm2-groups", "VLM2-Bench by cue type (group `vlm2_score`)", ["Run", *(name for name, _ in VLM2_FAMILIES)])
+    for run in have:
+        families.add(run.label, *(fmt(metric(run.section(group), "vlm2_score"), SCORE) for _, group in VLM2_FAMILIES))
+    section.blocks.append(families)
+    details = Table("vlm2-details", "VLM2-Bench subtask metrics", ["Run", "Task", "Metric", "Value"], collapsed=True)
+    for run in have:
+        for s in SUBTASKS:
+            sec = run.section(task_name(s))
+            if not sec:
+                continue
+            for name in metric_names(sec):
+                value = metric(sec, name)
+                if name in VLM2_HEADLINE_METRICS or name.startswith("vlm2_exact") or not is_number(value):
+                    continue
+                details.add(run.label, f"`{task_name(s)}`", f"`{name}`", fmt(value, COUNT if isinstance(value, int) else SCORE))
+    details.note = "Every other numeric metric of each subtask as the results hold it (counts as integers, rates 0-100)."
+    section.blocks.append(details)
+    return section
+
+
+# -- HumanEval-V --------------------------------------------------------------------------------------------
+
+HUMANEVAL_PREFIX = "humaneval_v_"
+# (setting label, task stem, strong coder?)
+HUMANEVAL_SETTINGS = (
+    ("V2C", "v2c", False),
+    ("V2C-CoT", "v2c_cot", False),
+    ("V2T2C", "t2c", False),
+    ("V2T2C w/ strong coder", "v2t", True),
+    ("GT-T2C", "gt_t2c", False),
+)
+
+
+def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
+    """(task, metric) holding pass@k of a setting."""
+    task = f"{HUMANEVAL_PREFIX}{stem}{'_pass3' if k == 3 else ''}"
+    return task, (f"strong_coder_pass_at_{k}" if strong else f"pass@{k}")
+
+
+def _humaneval_runs(runs: Sequence[Run]) -> list[Run]:
+    return [run for run in runs if any(name.startswith(HUMANEVAL_PREFIX) for name in run.owner)]
+
+
+def humaneval_section(runs: Sequence[Run]) -> Section | None:
+    have = _humaneval_runs(runs)
+    if not have:
+        return None
+    section = Section(
+        "humaneval-v",
+        "HumanEval-V",
+        "pass@1 (greedy) and pass@3 (6 samples) per setting, as the official scorer rounds them (0-100); "
+        "N/A where a run did not evaluate the setting or the metric is None (the strong coder off, or fewer samples than k).",
+    )
+    present = [s for s in HUMANEVAL_SETTINGS if any(run.has(humaneval_source(s[1], s[2], k)[0]) for run in have for k in (1, 3))]
+    table = Table("hev-passk", "HumanEval-V pass@k per setting", ["Setting", *(f"{run.label} pass@{k}" for run in have for k in (1, 3))])
+    unrounded = Table(
+        "hev-passk-unrounded",
+        "HumanEval-V pass@k per setting, unrounded",
+        ["Setting", *(f"{run.label} pass@{k}" for run in have for k in (1, 3))],
+    )
+    any_unrounded = False
+    series: dict[tuple[str, int], list[Any]] = {(run.label, k): [] for run in have for k in (1, 3)}
+    for label, stem, strong in present:
+        cells, raw = [], []
+        for run in have:
+            for k in (1, 3):
+                task, name = humaneval_source(stem, strong, k)
+                value = metric(run.section(task), name)
+                cells.append(fmt(value, OFFICIAL))
+                series[(run.label, k)].append(value)
+                extra = metric(run.section(task), f"{name}_unrounded")
+                any_unrounded |= is_number(extra)
+                raw.append(fmt(extra, SCORE))
+        table.add(label, *cells)
+        unrounded.add(label, *raw)
+    table.note = (
+        "Sources: `pass@1` of `humaneval_v_<setting>`, `pass@3` of `humaneval_v_<setting>_pass3`; V2T2C is step 2 "
+        "(`humaneval_v_t2c*`), the strong-coder row `strong_coder_pass_at_1` / `_3` of `humaneval_v_v2t` / `humaneval_v_v2t_pass3`."
+    )
+    references = [(f"{name} (published v2 headline, setting unverified)", value) for name, value in humaneval_published.HEADLINE_PASS_AT_1]
+    section.blocks += [
+        plots.Plot(
+            "humaneval_v_passk",
+            "HumanEval-V pass@1 (filled) and pass@3 (hatched) per setting and run; dotted lines: the published v2 headline pass@1 numbers (setting unverified).",
+            functools.partial(
+                plots.grouped_bars,
+                categories=[s[0] for s in present],
+                series=[(f"{run.label} pass@{k}", _colour(runs, run), k == 3, series[(run.label, k)]) for run in have for k in (1, 3)],
+                ylabel="pass@k (%)",
+                references=references,
+            ),
+            (9.0, 3.6),
+        ),
+        table,
+    ]
+    if any_unrounded:
+        unrounded.note = "The `_unrounded` companions of the same metrics, where the results have them."
+        section.blocks.append(unrounded)
+
+    health = Table("hev-health", "HumanEval-V parse success and descriptions", ["Run", "Task", "Metric", "Value"])
+    for run in have:
+        for task in sorted(n for n in run.owner if n.startswith(HUMANEVAL_PREFIX)):
+            sec = run.section(task)
+            for name, decimals in (("parse_success_rate", OFFICIAL), ("parse_success_rate_unrounded", SCORE), ("description_rate", SCORE)):
+                value = metric(sec, name)
+                if value is not None:
+                    health.add(run.label, f"`{task}`", f"`{name}`", fmt(value, decimals))
+    health.note = "`parse_success_rate`: share of samples passing the pylint gate (officially rounded); `description_rate`: non-empty V2T descriptions (%)."
+    if health.rows:
+        section.blocks.append(health)
+
+    for key, anchor, what in (("by_task_type", "hev-task-type", "task type"), ("by_capability", "hev-capability", "capability aspect")):
+        breakdown = Table(
+            anchor, f"HumanEval-V pass@k by {what} (mean per-task pass@k, 0-100)", ["Setting", "Metric", what.capitalize(), *_labels(have)]
+        )
+        panels = []
+        for label, stem, strong in present:
+            if strong:
+                continue
+            for k in (1, 3):
+                task = humaneval_source(stem, strong, k)[0]
+                dicts = {run.label: metric(run.section(task), key) for run in have}
+                dicts = {name: value for name, value in dicts.items() if isinstance(value, dict)}
+                if not dicts:
+                    continue
+                categories = sorted({c for value in dicts.values() for c in value})
+                for category in categories:
+                    breakdown.add(label, f"pass@{k}", category, *(fmt(dicts.get(run.label, {}).get(category), SCORE) for run in have))
+                if k == 1:
+                    panels.append((label, categories, [(run.label, _colour(runs, run), False, dicts.get(run.label, {})) for run in have]))
+        if not breakdown.rows:
+            continue
+        breakdown.collapsed = True
+        breakdown.note = f"`{key}` of each task (not an official metric; the strong-coder setting reports none)."
+        if panels:
+            n_categories = max(len(p[1]) for p in panels)
+            section.blocks.append(
+                plots.Plot(
+                    f"humaneval_v_{key}",
+                    f"HumanEval-V pass@1 by {what}, one panel per setting.",
+                    functools.partial(plots.breakdown_panels, panels=panels, xlabel="pass@1 (%)"),
+                    (3.2 * len(panels) + 1.5, 1.2 + 0.28 * n_categories * max(1, len(have))),
+                )
+            )
+        section.blocks.append(breakdown)
+
+    published = Table("hev-published", "HumanEval-V published v2 headline numbers", ["Model", "pass@1"])
+    for name, value in humaneval_published.HEADLINE_PASS_AT_1:
+        published.add(name, fmt(value, OFFICIAL))
+    published.note = f"Source: {humaneval_published.CITATION}; per-model table: <{humaneval_published.LEADERBOARD_URL}>."
+    section.blocks.append(published)
+    return section
+
+
+# -- HAERAE-Vision ------------------------------------------------------------------------------------------
+
+HAERAE_GROUP = "haerae_vision"
+HAERAE_TASKS = (("original", "haerae_vision_original"), ("explicit", "haerae_vision_explicit"))
+
+
+def _haerae_runs(runs: Sequence[Run]) -> list[Run]:
+    return [run for run in runs if run.has(HAERAE_GROUP) or any(run.has(task) for _, task in HAERAE_TASKS)]
+
+
+def haerae_overall(run: Run) -> dict[str, Any]:
+    """The run's original / explicit / gap / judge failures: from the group, or (no group) the two tasks'
+    scores and no gap."""
+    group = run.section(HAERAE_GROUP)
+    if group is not None:
+        return {
+            "original": metric(group, "score_original"),
+            "explicit": metric(group, "score_explicit"),
+            "gap": metric(group, "underspec_gap"),
+            "judge_failures": metric(group, "judge_failures"),
+        }
+    return {
+        "original": metric(run.section("haerae_vision_original"), "haerae_vision_score"),
+        "explicit": metric(run.section("haerae_vision_explicit"), "haerae_vision_score"),
+        "gap": None,
+        "judge_failures": None,
+    }
+
+
+def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dict[str, Any]]) -> Section | None:
+    have = _haerae_runs(runs)
+    if not have:
+        return None
+    section = Section(
+        "haerae-vision",
+        "HAERAE-Vision",
+        "Judge scores (0-1) on the original (under-specified) questions and on their explicit rewrites; the gap "
+        "is the group's `underspec_gap` (explicit minus original on the same items).",
+    )
+    overall = Table(
+        "haerae-overall",
+        "HAERAE-Vision original vs explicit",
+        ["Run", "Original", "Explicit", "Gap (explicit - original)", "Judge failures"],
+    )
+    for run in have:
+        values = haerae_overall(run)
+        overall.add(
+            run.label,
+            fmt(values["original"], UNIT),
+            fmt(values["explicit"], UNIT),
+            fmt(values["gap"], UNIT),
+            fmt(values["judge_failures"], COUNT),
+        )
+    overall.note = "From the `haerae_vision` group (`score_original`, `score_explicit`, `underspec_gap`, `judge_failures`: items without a score, counted 0)."
+    categories: list[str] = []
+    per_run: dict[str, dict[str, dict[str, Any]]] = {}
+    for run in have:
+        per_run[run.label] = {}
+        for variant, task in HAERAE_TASKS:
+            value = metric(run.section(task), "category_scores")
+            per_run[run.label][variant] = value if isinstance(value, dict) else {}
+            categories += [c for c in per_run[run.label][variant] if c not in categories]
+    categories.sort()
+    by_category = Table(
+        "haerae-category",
+        "HAERAE-Vision by category",
+        ["Category", *(f"{run.label} {variant}" for run in have for variant, _ in HAERAE_TASKS)],
+    )
+    for category in categories:
+        by_category.add(category, *(fmt(per_run[run.label][variant].get(category), UNIT) for run in have for variant, _ in HAERAE_TASKS))
+    by_category.note = (
+        "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category, failed judgements 0)."
+    )
+    judge = Table(
+        "haerae-judge",
+        "HAERAE-Vision judge outcomes",
+        ["Run", "Task", "Judged", "Parse failures", "Transport failures", "judge_failures", "Record"],
+    )
+    for run in have:
+        for _, task in HAERAE_TASKS:
+            if not run.has(task):
+                continue
+            row = judge_rows.get((run.label, task), {})
+            judge.add(
+                run.label,
+                f"`{task}`",
+                fmt(row.get("requests"), COUNT),
+                fmt(row.get("unparsed"), COUNT),
+                fmt(row.get("failed"), COUNT),
+                fmt(metric(run.section(task), "judge_failures"), COUNT),
+                row.get("record", NA),
+            )
+    judge.note = (
+        "Parse failures: judge replies without a parseable score; transport failures: requests that still failed after "
+        "the retries. Both count 0 and add up to `judge_failures`. From `judgements/<task>.summary.json` (or the task's `judge_info`)."
+    )
+    section.blocks += [
+        plots.Plot(
+            "haerae_vision_gap",
+            "HAERAE-Vision by category: hollow marker = original question, filled = explicit rewrite, arrow = the under-specification gap, one colour per run.",
+            functools.partial(
+                plots.original_vs_explicit,
+                categories=categories,
+                runs=[(run.label, _colour(runs, run), per_run[run.label]["original"], per_run[run.label]["explicit"]) for run in have],
+            ),
+            (8.0, 1.4 + 0.35 * len(categories) * max(1, len(have))),
+        ),
+        overall,
+        by_category,
+        judge,
+    ]
+    published = Table("haerae-published", "HAERAE-Vision published numbers (NOT comparable)", ["Model", "Overall (0-1)"], collapsed=True)
+    for name, value in haerae_published.NOTEBOOK_OVERALL:
+        published.add(name, fmt(value, UNIT))
+    published.note = f"Source: {haerae_published.CITATION}. Caveat: {haerae_published.CAVEAT}."
+    section.blocks.append(published)
+    return section
+
+
+# -- cost and health ----------------------------------------------------------------------------------------
+
+_JUDGE_COLUMNS = (
+    ("Requests", "requests"),
+    ("Cache hits", "cache_hits"),
+    ("Transport failures", "failed"),
+    ("Parse failures", "unparsed"),
+    ("Retries", "retries"),
+    ("Input tokens", "input_tokens"),
+    ("Output tokens", "output_tokens"),
+    ("Cached input tokens", "cached_input_tokens"),
+    ("Cached output tokens", "cached_output_tokens"),
+)
+_EXEC_COLUMNS = (
+    ("Programs", "programs", COUNT),
+    ("Unique", "unique_programs", COUNT),
+    ("Gated", "gated", COUNT),
+    ("Passed", "passed", COUNT),
+    ("Timeouts", "timeouts", COUNT),
+    ("Cache hits", "exec_cache_hits", COUNT),
+    ("Workers", "workers", COUNT),
+    ("Lint (s)", "gate_s", SECONDS),
+    ("Wall (s)", "wall_s", SECONDS),
+)
+_CHECKED = ("requests", "failed", "unparsed", "cache_hits", "input_tokens", "output_tokens")
+
+
+def judge_rows(runs: Sequence[Run]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(run label, summary task) -> the judge numbers to print and where they come from.
+
+    A judgement summary is used when it belongs to the run's results file and agrees with the task's
+    `judge_info` metric; otherwise the numbers `judge_info` carries are used and the others are N/A.
+    """
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        found: dict[str, Summary] = {s.task: s for s in summaries(run, "judgements")}
+        judged_tasks = sorted(
+            name for name, owner in run.owner.items() if name in (owner.data.get("results") or {}) and judge_info_of(run.section(name))
+        )
+        for task in sorted(set(found) | set(judged_tasks)):
+            summary = found.get(task)
+            info = judge_info_of(run.section(task)) if task in judged_tasks else {}
+            agrees = summary is not None and not summary.stale and all(summary.data.get(k) == info[k] for k in _CHECKED if k in info)
+            if agrees:
+                rows[(run.label, task)] = dict(summary.data, record=f"`{summary.path.parent.name}/{summary.path.name}`")
+            else:
+                why = (
+                    "summary missing"
+                    if summary is None
+                    else ("summary overwritten by a later run" if summary.stale else "summary disagrees")
+                )
+                rows[(run.label, task)] = dict(info, record=f"`judge_info` ({why})")
+    return rows
+
+
+def health_section(runs: Sequence[Run], judge: Mapping[tuple[str, str], dict[str, Any]]) -> Section:
+    section = Section(
+        "cost-health",
+        "Cost and health",
+        "What the evaluation cost and what went wrong: judge requests, cache hits, failures and tokens; code "
+        "executions, timeouts and programs stopped by the pylint gate; tokens by source and wall time per phase, "
+        "where the files record them.",
+    )
+    jt = Table("health-judge", "Judge requests", ["Run", "Task", "Judge model", *(c for c, _ in _JUDGE_COLUMNS), "Wall (s)", "Record"])
+    for (label, task), row in judge.items():
+        jt.add(
+            label,
+            f"`{task}`",
+            f"`{row.get('judge_model', NA)}`",
+            *(fmt(row.get(key), COUNT) for _, key in _JUDGE_COLUMNS),
+            fmt(row.get("wall_s"), SECONDS),
+            row["record"],
+        )
+    jt.note = "From `judgements/<task>.summary.json` beside the results (tokens of fresh requests; cached requests' tokens separately), or the task's `judge_info` metric."
+    et = Table("health-exec", "Code executions (HumanEval-V)", ["Run", "Task", *(c for c, _, _ in _EXEC_COLUMNS), "Record"])
+    exec_plot: list[tuple[str, dict[str, Any]]] = []
+    for run in runs:
+        for summary in summaries(run, "executions"):
+            record = f"`{summary.path.parent.name}/{summary.path.name}`"
+            if summary.stale:
+                et.add(run.label, f"`{summary.task}`", *(NA for _ in _EXEC_COLUMNS), record + " (overwritten by a later run)")
+                continue
+            et.add(run.label, f"`{summary.task}`", *(fmt(summary.data.get(key), d) for _, key, d in _EXEC_COLUMNS), record)
+            exec_plot.append((f"{run.label}: {summary.task}", summary.data))
+    et.note = (
+        "From `executions/<task>.summary.json`: gated = stopped by the pylint gate before running; lint and wall times of the scoring step."
+    )
+    ut = Table(
+        "health-usage",
+        "Tokens by source (lmms-eval usage block)",
+        ["Run", "Results file", "Source", "Input tokens", "Output tokens", "API calls"],
+    )
+    tt = Table("health-time", "Wall time per lmms-eval run", ["Run", "Results file", "Tasks", "Evaluation (s)", "Generation (s)"])
+    for run in runs:
+        for results_file in run.files:
+            where = f"`{_file_label(run, results_file)}`"
+            usage = results_file.data.get("usage") or {}
+            for source, numbers in sorted((usage.get("by_source") or {}).items()):
+                if isinstance(numbers, dict):
+                    ut.add(
+                        run.label,
+                        where,
+                        f"`{source}`",
+                        fmt(numbers.get("input_tokens"), COUNT),
+                        fmt(numbers.get("output_tokens"), COUNT),
+                        fmt(numbers.get("n_api_calls"), COUNT),
+                    )
+            tasks = ", ".join(f"`{n}`" for n in sorted(results_file.data.get("results") or {}) if run.owner.get(n) is results_file)
+            throughput = results_file.data.get("throughput") or {}
+            tt.add(
+                run.label,
+                where,
+                tasks or NA,
+                fmt(results_file.data.get("total_evaluation_time_seconds"), SECONDS),
+                fmt(throughput.get("total_elapsed_time"), SECONDS),
+            )
+    ut.note = "`usage.by_source` of each results file: the model under test and the judge (judge tokens cover fresh requests only)."
+    tt.note = "Evaluation: lmms-eval's `total_evaluation_time_seconds`; generation: `throughput.total_elapsed_time`. Judging and execution times are in the tables above."
+    health_panels = []
+    if judge:
+        health_panels.append(
+            (
+                "judge requests",
+                [f"{label}: {task}" for label, task in judge],
+                [
+                    (name, colour, [row.get(key) for row in judge.values()])
+                    for name, colour, key in (
+                        ("requests", "#6baed6", "requests"),
+                        ("cache hits", "#c6dbef", "cache_hits"),
+                        ("parse failures", "#fd8d3c", "unparsed"),
+                        ("transport failures", "#d62728", "failed"),
+                        ("retries", "#9e9ac8", "retries"),
+                    )
+                ],
+            )
+        )
+    if exec_plot:
+        health_panels.append(
+            (
+                "executed programs",
+                [label for label, _ in exec_plot],
+                [
+                    (name, colour, [d.get(key) for _, d in exec_plot])
+                    for name, colour, key in (
+                        ("programs", "#74c476", "programs"),
+                        ("passed", "#238b45", "passed"),
+                        ("gated by pylint", "#fd8d3c", "gated"),
+                        ("timed out", "#d62728", "timeouts"),
+                    )
+                ],
+            )
+        )
+    if health_panels:
+        rows = sum(len(p[1]) for p in health_panels)
+        section.blocks.append(
+            plots.Plot(
+                "health",
+                "Judge requests (with cache hits, parse and transport failures, retries) and executed programs (passed, gated by pylint, timed out) per run and task.",
+                functools.partial(plots.grouped_counts, panels=health_panels),
+                (9.0, 1.0 + 0.45 * rows + 0.6 * len(health_panels)),
+            )
+        )
+    section.blocks += [t for t in (jt, et, ut, tt) if t.rows]
+    return section
+
+
+def _file_label(run: Run, results_file: Any) -> str:
+    try:
+        return str(results_file.path.relative_to(run.source)) if run.source.is_dir() else results_file.path.name
+    except ValueError:
+        return results_file.path.name
+
+
+def build_sections(runs: Sequence[Run]) -> list[Section]:
+    judge = judge_rows(runs)
+    found = [runs_section(runs), vlm2_section(runs), humaneval_section(runs), haerae_section(runs, judge), health_section(runs, judge)]
+    return [s for s in found if s is not None]
+
+
+__all__ = ["Section", "build_sections", "haerae_overall", "humaneval_source", "judge_rows"]
