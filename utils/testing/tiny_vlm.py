@@ -274,6 +274,7 @@ def _arrange_embeddings(model: Any, chain: list[int], seed: int) -> None:
 def build(out_dir: str | Path, seed: int = DEFAULT_SEED, reply: str = REPLY) -> Path:
     """Write the tiny model, tokenizer, processors and chat template to `out_dir`; return it."""
     import torch
+    import transformers
     from transformers import (
         Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
@@ -281,6 +282,8 @@ def build(out_dir: str | Path, seed: int = DEFAULT_SEED, reply: str = REPLY) -> 
         Qwen2VLVideoProcessor,
     )
 
+    if int(transformers.__version__.split(".")[0]) < 5:
+        raise RuntimeError(f"make-tiny-vlm needs transformers >= 5 (its tokenizer and config formats); found {transformers.__version__}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(seed)
