@@ -67,11 +67,14 @@ def test_vllm_backend_source_is_what_these_checks_assume() -> None:
     assert {"seed", "model", "trust_remote_code"} <= passed_to_llm  # e.g. seed=1: a `seed` model arg would collide
 
 
-def test_readme_vllm_commands_use_real_argument_names() -> None:
-    commands = [c for c in readme_commands(README, model="vllm") if c.model_args]
-    assert all(any(t.startswith(b) for c in commands for t in c.tasks) for b in BENCHMARKS)
+@pytest.mark.parametrize("readme", ["README.md", *(f"lmms_tasks/{b}/README.md" for b in BENCHMARKS)])
+def test_readme_vllm_commands_use_real_argument_names(readme: str) -> None:
+    commands = [c for c in readme_commands(REPO / readme, model="vllm") if c.model_args]
+    assert commands
+    if readme == "README.md":
+        assert all(any(t.startswith(b) for c in commands for t in c.tasks) for b in BENCHMARKS)
     for command in commands:
-        _check_vllm_args(command.args, f"README vllm command for {command.tasks}")
+        _check_vllm_args(command.args, f"{readme}: vllm command for {command.tasks}")
 
 
 def test_gpu_smoke_vllm_args_use_real_argument_names() -> None:
