@@ -1,4 +1,4 @@
-"""`python -m lmms_tasks <command>`: path | score | export-upstream | media-stats | demo."""
+"""`python -m lmms_tasks <command>`: path | score | export-upstream | media-stats | demo | make-tiny-vlm."""
 
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def _cmd_media_stats(args: argparse.Namespace) -> int:
     return stats_main(args.rest)
 
 
+def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.testing.tiny_vlm import main as tiny_main
+
+    return tiny_main(args.rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     commands = {
         "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
         "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
         "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
+        "make-tiny-vlm": (_cmd_make_tiny_vlm, "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
     }
     parser = argparse.ArgumentParser(
         prog="python -m lmms_tasks",

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Create the virtual environment (.venv, or $LMMS_TASKS_VENV) and install lmms-tasks with its test
-# extras. Safe on CPU-only machines: torch is installed first and pinned, so no dependency can swap it for
-# a CUDA build, and a torchvision wheel that does not match the installed torch (it breaks
-# `import transformers`, hence lmms-eval) is removed. Re-running is cheap: it reinstalls only when the
-# packaging files changed.
+# extras. torch and torchvision are installed first, as a matching pair from the package registry, and
+# pinned (constraints), so no dependency can swap either: transformers' Qwen2-VL processors (the real
+# `qwen2_5_vl` backend the tests run) need torchvision, and a torchvision wheel built for another torch
+# fails at import ("operator torchvision::nms does not exist"), taking transformers and lmms-eval with
+# it. The registry's pair are CUDA builds; they run on CPU. `LMMS_TASKS_TORCH` overrides the pair (e.g.
+# `torch==2.13.0` for a CPU-only wheel: a torchvision that does not match it is then removed, and the
+# `hf_backend` tests cannot run). Re-running is cheap: it reinstalls only when the packaging files changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="${LMMS_TASKS_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-TORCH_SPEC="${LMMS_TASKS_TORCH:-torch==2.13.0}"
+TORCH_SPEC="${LMMS_TASKS_TORCH:-torch==2.14.1 torchvision==0.29.1}"
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
@@ -23,12 +26,18 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import lmms_t
 fi
 
 "$PY" -m pip install -q --disable-pip-version-check --upgrade pip
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  "$PY" -m pip install -q --disable-pip-version-check "$TORCH_SPEC"
-fi
+# shellcheck disable=SC2086  # TORCH_SPEC is a list of requirements
+"$PY" -m pip install -q --disable-pip-version-check $TORCH_SPEC
 constraints="$(mktemp)"
 trap 'rm -f "$constraints"' EXIT
-"$PY" -c "import torch; print('torch==' + torch.__version__)" > "$constraints"
+"$PY" - > "$constraints" <<'PYEOF'
+import importlib.metadata as md
+for name in ("torch", "torchvision"):
+    try:
+        print(f"{name}=={md.version(name)}")
+    except md.PackageNotFoundError:
+        pass
+PYEOF
 "$PY" -m pip install -q --disable-pip-version-check -c "$constraints" -e ".[test]"
 
 # The CPU trap: a PyPI torchvision built against another torch fails at import ("operator

@@ -114,19 +114,40 @@ def lmms_eval_command(
     include_path: str | None = None,
 ) -> list[str]:
     """The exact command line a user would type, for `--model openai` against `base_url`."""
-    task_list = tasks if isinstance(tasks, str) else ",".join(tasks)
     args = {"model_version": model_version, "base_url": base_url, "api_key": "EMPTY", "num_concurrent": num_concurrent, "max_retries": 2}
     args.update(model_args or {})
     model_arg_string = ",".join(f"{k}={v}" for k, v in args.items())
+    return cli_command(
+        "openai", model_arg_string, tasks, output_dir, num_processes=num_processes, limit=limit, extra_args=extra_args, include_path=include_path
+    )
+
+
+def launcher(num_processes: int = 1) -> list[str]:
+    """`python -m lmms_eval`, or under `accelerate launch --num_processes N` (`--multi_gpu`: on a CPU-only
+    machine accelerate starts N processes only with it; they use gloo)."""
     if num_processes > 1:
-        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--multi_gpu", "-m", "lmms_eval"]
-    else:
-        launcher = [sys.executable, "-m", "lmms_eval"]
-    command = launcher + [
+        return [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--multi_gpu", "-m", "lmms_eval"]
+    return [sys.executable, "-m", "lmms_eval"]
+
+
+def cli_command(
+    model: str,
+    model_args: str,
+    tasks: Sequence[str] | str,
+    output_dir: Path,
+    *,
+    num_processes: int = 1,
+    limit: int | float | None = None,
+    extra_args: Iterable[str] = (),
+    include_path: str | None = None,
+) -> list[str]:
+    """`lmms-eval --model MODEL --model_args MODEL_ARGS --tasks ... --log_samples` for any backend."""
+    task_list = tasks if isinstance(tasks, str) else ",".join(tasks)
+    command = launcher(num_processes) + [
         "--model",
-        "openai",
+        model,
         "--model_args",
-        model_arg_string,
+        model_args,
         "--tasks",
         task_list,
         *include_path_args(include_path),
@@ -154,9 +175,14 @@ def run_lmms_eval(
     **command_kwargs: Any,
 ) -> RunResult:
     """Run lmms-eval in a subprocess and parse the newest results.json and samples files it wrote."""
+    command = lmms_eval_command(tasks, base_url, Path(output_dir), **command_kwargs)
+    return run_command(command, output_dir, env=env, timeout=timeout, cwd=cwd)
+
+
+def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str], timeout: float = 900, cwd: Path | None = None) -> RunResult:
+    """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir`."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    command = lmms_eval_command(tasks, base_url, output_dir, **command_kwargs)
     proc = subprocess.run(
         command,
         env=dict(env),
