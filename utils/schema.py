@@ -107,8 +107,9 @@ def _shown(value: Any) -> str:
 def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False) -> str | None:
     """None if `data` (or the file at `path`) holds a readable, complete image, else why not.
 
-    Cheap: the header must identify an image; a PNG must end with its IEND chunk and a JPEG carry its
-    end-of-image marker near the end (what a truncated file lacks); other formats are decoded.
+    Cheap: the header must identify an image; a PNG must end with its IEND chunk and pass PIL's chunk
+    verification (CRCs: damage would otherwise decode as noise); a JPEG must carry its end-of-image marker
+    near the end (what a truncated file lacks); other formats are decoded.
     These checks do not depend on PIL's `LOAD_TRUNCATED_IMAGES`, which lmms-eval switches on globally
     (a truncated image would otherwise be padded with grey, silently). `allow_truncated` accepts a
     truncated PNG or JPEG, as a benchmark that loads with that flag officially does."""
@@ -131,7 +132,9 @@ def image_bytes_problem(data: bytes | None, path: str | None = None, allow_trunc
         with Image.open(source) as image:
             fmt = image.format
             if fmt == "PNG":
-                if not allow_truncated and not tail.endswith(_PNG_END):
+                if tail.endswith(_PNG_END):
+                    image.verify()  # every chunk's CRC: catches damage that would otherwise decode as noise
+                elif not allow_truncated:
                     image.verify()  # raises, naming what is wrong; a complete PNG ends with its IEND chunk
                     return "is a truncated PNG (no IEND chunk at the end)"
             elif fmt == "JPEG":

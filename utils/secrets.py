@@ -17,8 +17,10 @@ REDACTED = "[REDACTED]"
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 _MIN_SECRET_LENGTH = 8  # shorter values ("EMPTY", "1") are placeholders, and replacing them would garble text
 _SHAPES = [
+    # a credential header's whole value (`Bearer …`, `Basic …`, a bare key), up to the end of its field
+    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)[^\"'\n\r,;}]{8,}"),
+    re.compile(r"(?i)((?:x-)?api-key|ocp-apim-subscription-key)([\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{8,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)((?:authorization|proxy-authorization|api-key|x-api-key|ocp-apim-subscription-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{8,}"),
     re.compile(r"()\bsk-[A-Za-z0-9_-]{12,}"),
 ]
 
@@ -37,5 +39,5 @@ def redact(text: str | None, extra: Iterable[str | None] = ()) -> str | None:
     for value in secret_values(extra):
         text = text.replace(value, REDACTED)
     for shape in _SHAPES:
-        text = shape.sub(lambda m: m.group(1) + REDACTED, text)
+        text = shape.sub(lambda m: "".join(m.groups()) + REDACTED, text)
     return text

@@ -3,7 +3,7 @@
 Real sockets on 127.0.0.1 (ephemeral port), real HTTP, the `/v1/chat/completions` wire format the
 official `openai` client and lmms-eval's `--model openai` speak. Replies are scripted by request
 content; every request is logged (messages, decoded images, sampling parameters); latency and faults
-(429 with Retry-After, 500, hang past the client timeout, malformed body, empty content) can be
+(429 with Retry-After, 500, a 401 echoing the Authorization header, hang past the client timeout, malformed body, empty content) can be
 injected per request content so retries of the same request hit the same rule.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 Reply = str | None | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]
 
-FAULT_KINDS = ("429", "500", "hang", "malformed", "empty", "disconnect")
+FAULT_KINDS = ("429", "500", "hang", "malformed", "empty", "disconnect", "401-echo")
 
 
 @dataclass
@@ -352,6 +352,10 @@ class StandInServer:
             request.status = 429
             headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
             handler._send(429, {"error": {"message": "rate limited (injected)", "type": "rate_limit_exceeded"}}, headers=headers)
+        elif fault.kind == "401-echo":  # some gateways echo the credentials they refused
+            request.status = 401
+            auth = request.headers.get("authorization", "")
+            handler._send(401, {"error": {"message": f"invalid credentials: Authorization: {auth}", "type": "invalid_request_error"}})
         elif fault.kind == "500":
             request.status = 500
             handler._send(500, {"error": {"message": "server error (injected)", "type": "server_error"}})

@@ -1,0 +1,223 @@
+"""Bad data, table-driven, for all three benchmarks: each case damages a freshly generated fixture in its
+real format and expects the task's `process_docs` (what lmms-eval calls before any model request) to
+stop the run with one line naming the benchmark, the file, the row or line, the record id and the field;
+or, where the official pipeline accepts the data, to load it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmms_tasks.utils.run_status import StopEvaluation
+from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
+from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
+from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fixture
+
+# -- damaging the real formats ----------------------------------------------------------------------------
+
+
+def rewrite_parquet(path: Path, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+    """Rewrite a parquet shard row by row, keeping its schema (and the HF features in its metadata)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    rows = change(table.to_pylist())
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+
+
+def set_cell(column: str, row: int, value: Any) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def change(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows[row][column] = value(rows[row][column]) if callable(value) else value
+        return rows
+
+    return change
+
+
+def png(index: int) -> bytes:
+    import io
+
+    from lmms_tasks.utils.testing.media import make_image
+
+    buffer = io.BytesIO()
+    make_image(index, (64, 48)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def jpeg(seed: int) -> bytes:
+    """A photo-like JPEG big enough that its headers are a small part of the file."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 255, (192, 256, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def corrupt_middle(data: bytes) -> bytes:
+    """Flip bytes inside the image data, keeping the header and the file's end intact."""
+    damaged = bytearray(data)
+    for k in range(len(damaged) // 3, len(damaged) // 3 + 24):
+        damaged[k] ^= 0x5A
+    return bytes(damaged)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    benchmark: str  # humaneval_v | haerae_vision | vlm2_bench
+    damage: Callable[[Path], None]  # gets the fixture root
+    error: str | None  # regex the one-line error must match (after the task name); None: loads fine
+    task: str = ""
+
+
+HEV_SHARD = "data/test-00000-of-00001.parquet"
+HV_SHARD = "data/train-00000-of-00001.parquet"
+
+
+def in_shard(shard: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> Callable[[Path], None]:
+    return lambda root: rewrite_parquet(root / shard, change)
+
+
+def truncate(shard: str, keep: float = 0.5) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        path = root / shard
+        data = path.read_bytes()
+        path.write_bytes(data[: int(len(data) * keep)])
+
+    return damage
+
+
+def empty_rows(shard: str) -> Callable[[Path], None]:
+    return in_shard(shard, lambda rows: [])
+
+
+def in_jsonl(rel: str, line: int, change: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
+    def damage(root: Path) -> None:
+        path = root / rel
+        lines = path.read_text(encoding="utf-8").splitlines()
+        record = json.loads(lines[line - 1])
+        changed = change(record)
+        lines[line - 1] = changed if isinstance(changed, str) else json.dumps(record, ensure_ascii=False)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    return damage
+
+
+def vlm2_image(subtask: str, index: int, data: Callable[[bytes], bytes] | bytes | None) -> Callable[[Path], None]:
+    """Replace (or delete, data=None) one image file of a VLM2-Bench record."""
+
+    def damage(root: Path) -> None:
+        record = json.loads((root / f"jsonl/oc/vanilla/{subtask}.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        path = root / vlm2_fixture.IMAGE_DIRS["oc"] / record["images"][index]
+        if data is None:
+            path.unlink()
+        else:
+            path.write_bytes(data(path.read_bytes()) if callable(data) else data)
+
+    return damage
+
+
+def vlm2_jpeg_truncated(original: bytes) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(original)).convert("RGB").save(buffer, "JPEG")
+    return buffer.getvalue()[: len(buffer.getvalue()) // 2]
+
+
+def parquet_where(shard: str, row: int) -> str:
+    return re.escape(f"{shard.split('/')[-1]} row {row}")
+
+
+CASES = [
+    # -- HumanEval-V (parquet, HF Image features) --
+    Case("qid_null", "humaneval_v", in_shard(HEV_SHARD, set_cell("qid", 1, None)), parquet_where(HEV_SHARD, 1) + r" \(qid=None\): field 'qid' must be a string, got NoneType"),
+    Case("qid_duplicate", "humaneval_v", in_shard(HEV_SHARD, set_cell("qid", 2, "q1")), parquet_where(HEV_SHARD, 2) + r" \(qid='q1'\): field 'qid' repeats the id of .*row 0"),
+    Case("signature_empty", "humaneval_v", in_shard(HEV_SHARD, set_cell("function_signature", 0, "  ")), parquet_where(HEV_SHARD, 0) + r" \(qid='q1'\): field 'function_signature' is empty"),
+    Case("tests_not_text", "humaneval_v", in_shard(HEV_SHARD, set_cell("test_script", 3, None)), parquet_where(HEV_SHARD, 3) + r" \(qid='q3'\): field 'test_script' must be a string"),
+    Case("diagram_not_an_image", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 1, {"bytes": b"<html>not found</html>", "path": None})), parquet_where(HEV_SHARD, 1) + r" \(qid='q2'\): field 'diagram' is not an image PIL can identify"),
+    Case("diagram_truncated", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 2, lambda c: {"bytes": c["bytes"][: len(c["bytes"]) // 2], "path": None})), parquet_where(HEV_SHARD, 2) + r" \(qid='q2-2'\): field 'diagram' (is a truncated PNG|cannot be decoded)"),
+    Case("diagram_corrupt", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 0, lambda c: {"bytes": corrupt_middle(png(5)), "path": None})), parquet_where(HEV_SHARD, 0) + r" \(qid='q1'\): field 'diagram' cannot be decoded"),
+    Case("diagram_null", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 3, None)), parquet_where(HEV_SHARD, 3) + r" \(qid='q3'\): field 'diagram' is null"),
+    Case("no_rows", "humaneval_v", empty_rows(HEV_SHARD), re.escape(HEV_SHARD.split("/")[-1]) + r": the file holds no rows"),
+    Case("file_truncated", "humaneval_v", truncate(HEV_SHARD), re.escape(HEV_SHARD.split("/")[-1]) + r": not a readable parquet file, probably truncated"),
+    Case("file_zero_bytes", "humaneval_v", truncate(HEV_SHARD, 0.0), re.escape(HEV_SHARD.split("/")[-1]) + r": the file is empty \(0 bytes\)"),
+    # -- HAERAE-Vision (parquet, Sequence(Image)) --
+    Case("images_null", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 1, None)), parquet_where(HV_SHARD, 1) + r" \(question_idx=102\): field 'images' is null"),
+    Case("images_empty", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 0, [])), parquet_where(HV_SHARD, 0) + r" \(question_idx=101\): field 'images' is an empty list"),
+    Case("image_not_an_image", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 2, lambda cells: [cells[0], {"bytes": b"GIF87a-oops", "path": None}])), parquet_where(HV_SHARD, 2) + r" \(question_idx=103\): field 'images' \[1\] (is not an image|cannot be decoded)"),
+    Case("image_corrupt_png", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 3, lambda cells: [{"bytes": corrupt_middle(png(7)), "path": None}])), parquet_where(HV_SHARD, 3) + r" \(question_idx=104\): field 'images' \[0\] cannot be decoded"),
+    Case("question_idx_null", "haerae_vision", in_shard(HV_SHARD, set_cell("question_idx", 4, None)), parquet_where(HV_SHARD, 4) + r" \(question_idx=None\): field 'question_idx' must be a non-empty string or an integer"),
+    Case("question_idx_duplicate", "haerae_vision", in_shard(HV_SHARD, set_cell("question_idx", 1, 101)), parquet_where(HV_SHARD, 1) + r" \(question_idx=101\): field 'question_idx' repeats"),
+    Case("checklist_null", "haerae_vision", in_shard(HV_SHARD, set_cell("checklist", 0, None)), parquet_where(HV_SHARD, 0) + r" \(question_idx=101\): field 'checklist' must be a string"),
+    Case("question_empty", "haerae_vision", in_shard(HV_SHARD, set_cell("question_original", 2, "")), parquet_where(HV_SHARD, 2) + r" \(question_idx=103\): field 'question_original' is empty"),
+    Case("no_rows", "haerae_vision", empty_rows(HV_SHARD), r"train-00000-of-00001\.parquet: the file holds no rows"),
+    Case("file_truncated", "haerae_vision", truncate(HV_SHARD, 0.8), r"train-00000-of-00001\.parquet: not a readable parquet file, probably truncated"),
+    # the official current pipeline loads images with LOAD_TRUNCATED_IMAGES: a truncated JPEG is accepted
+    Case("image_truncated_jpeg_accepted", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 1, lambda cells: [{"bytes": jpeg(3)[: len(jpeg(3)) // 2], "path": None}])), None),
+    # -- VLM2-Bench (JSONL + image files) --
+    Case("tf_gt_is_a_list", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cpr.jsonl", 2, lambda r: r.update(gt_answer=["T"])), r"oc_cpr\.jsonl:2 \(q_id='1_n'\): field 'gt_answer' must be one of \['T', 'F'\], got list", "oc_cpr"),
+    Case("tf_gt_is_yes", "vlm2_bench", in_jsonl("jsonl/gc/vanilla/gc_mat.jsonl", 1, lambda r: r.update(gt_answer="yes")), r"gc_mat\.jsonl:1 \(q_id='gcm1'\): field 'gt_answer' must be one of", "gc_mat"),
+    Case("question_is_a_number", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cpr.jsonl", 1, lambda r: r.update(question=12)), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'question' must be a string, got int 12", "oc_cpr"),
+    Case("q_id_null", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_grp.jsonl", 2, lambda r: r.update(q_id=None)), r"oc_grp\.jsonl:2 \(q_id=None\): field 'q_id' must be a non-empty string or an integer", "oc_grp"),
+    Case("count_gt_is_text", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cnt.jsonl", 3, lambda r: r.update(gt_answer="3")), r"oc_cnt\.jsonl:3 \(q_id='cnt3'\): field 'gt_answer' must be an integer, got str '3'", "oc_cnt"),
+    Case("image_seq_len_is_text", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cnt.jsonl", 1, lambda r: r.update(image_seq_len="4")), r"oc_cnt\.jsonl:1 \(q_id='cnt1'\): field 'image_seq_len' must be an integer", "oc_cnt"),
+    Case("images_not_a_list", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_grp.jsonl", 1, lambda r: r.update(images="a.png")), r"oc_grp\.jsonl:1 \(q_id='grp1'\): field 'images' must be a list of strings", "oc_grp"),
+    Case("malformed_line", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cpr.jsonl", 2, lambda r: '{"q_id": "1_n", "question": '), r"oc_cpr\.jsonl:2: not valid JSON", "oc_cpr"),
+    Case("image_missing", "vlm2_bench", vlm2_image("oc_cpr", 1, None), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'images' \[1\] image file not found", "oc_cpr"),
+    Case("image_not_an_image", "vlm2_bench", vlm2_image("oc_cpr", 0, b"Access denied"), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'images' \[0\] is not an image PIL can identify", "oc_cpr"),
+    Case("image_truncated_jpeg", "vlm2_bench", vlm2_image("oc_grp", 2, vlm2_jpeg_truncated), r"oc_grp\.jsonl:1 \(q_id='grp1'\): field 'images' \[2\] is a truncated JPEG", "oc_grp"),
+    Case("image_corrupt_png", "vlm2_bench", vlm2_image("oc_cnt", 0, corrupt_middle), r"oc_cnt\.jsonl:1 \(q_id='cnt1'\): field 'images' \[0\] cannot be decoded", "oc_cnt"),
+]
+
+TASK_OF = {"humaneval_v": "humaneval_v_v2c", "haerae_vision": "haerae_vision_original"}
+
+
+def process_docs(benchmark: str, task: str) -> Any:
+    """The task's own process_docs hook, as lmms-eval calls it (the manifest dataset is ignored)."""
+    if benchmark == "humaneval_v":
+        from lmms_tasks.utils.humaneval_v import hooks
+
+        return hooks.make_process_docs(TASK_OF[benchmark])(None)
+    if benchmark == "haerae_vision":
+        from lmms_tasks.utils.haerae_vision import metrics
+
+        return metrics.make_process_docs("original")(None)
+    from lmms_tasks.utils.vlm2_bench import hooks
+
+    return hooks.process_docs_for(task)(None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.benchmark}-{c.name}")
+def test_bad_data_is_named_before_any_request(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writers = {"humaneval_v": hev_fixture.write, "haerae_vision": hv_fixture.write, "vlm2_bench": vlm2_fixture.write}
+    fixtures = writers[case.benchmark](tmp_path / "data")
+    for key, value in fixtures.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_datasets"))
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
+    case.damage(fixtures.root)
+    if case.error is None:
+        assert len(process_docs(case.benchmark, case.task)) == len(next(iter(fixtures.records.values())))
+        return
+    with pytest.raises(StopEvaluation) as stopped:
+        process_docs(case.benchmark, case.task)
+    message = str(stopped.value)
+    assert "\n" not in message, message  # one line
+    task = f"vlm2_bench_{case.task}" if case.benchmark == "vlm2_bench" else TASK_OF[case.benchmark]
+    assert message.startswith(f"{task}: "), message  # the task, hence benchmark and subtask
+    assert re.search(case.error, message), message
+    assert str(fixtures.root) in message  # the file at fault is named with its path
