@@ -49,16 +49,19 @@ def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
     return tiny_main(args.rest)
 
 
+COMMANDS = {
+    "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
+    "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
+    "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
+    "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
+    "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
+    "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
+    "make-tiny-vlm": (_cmd_make_tiny_vlm, "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    commands = {
-        "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
-        "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
-        "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
-        "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
-        "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
-        "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
-        "make-tiny-vlm": (_cmd_make_tiny_vlm, "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
-    }
+    commands = COMMANDS
     parser = argparse.ArgumentParser(
         prog="python -m lmms_tasks",
         description="\n".join(f"  {name:<16} {help_text}" for name, (_, help_text) in commands.items()),

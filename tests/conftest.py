@@ -11,6 +11,17 @@ import pytest
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 
+@pytest.fixture(scope="session")
+def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """`python -m lmms_tasks demo --models 2` once per test session (every task of every benchmark, two
+    stand-in models): (work dir, DemoOutcome). Shared by the report tests and the README tests."""
+    from lmms_tasks import BENCHMARKS
+    from lmms_tasks.utils.testing.demo import run_demo
+
+    work = tmp_path_factory.mktemp("demo_two_models")
+    return work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)
+
+
 @pytest.fixture
 def stand_in() -> Iterator[StandInServer]:
     """A fresh stand-in server on 127.0.0.1 answering "" unless scripted."""

@@ -48,8 +48,11 @@ def _leaf_tasks(task_dict: dict) -> dict[str, Any]:
 def media_stats(names: list[str], limit: int | None = None) -> list[MediaStats]:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
+    from lmms_tasks.utils.run_status import inspecting_documents
+
     manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
-    tasks = _leaf_tasks(get_task_dict(names, manager, "chat"))
+    with inspecting_documents():  # only requests are built: no code runs, so no code-execution opt-in is needed
+        tasks = _leaf_tasks(get_task_dict(names, manager, "chat"))
     stats: list[MediaStats] = []
     for name in sorted(tasks):
         task = tasks[name]
@@ -66,12 +69,15 @@ def media_stats(names: list[str], limit: int | None = None) -> list[MediaStats]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lmms_tasks media-stats", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tasks", nargs="*", default=["vlm2_bench", "humaneval_v_v2c", "haerae_vision"], help="task or group names")
+    parser.add_argument(
+        "tasks", nargs="*", default=["vlm2_bench", "humaneval_v_v2c", "haerae_vision"], help="task or group names (space- or comma-separated, as lmms-eval's --tasks)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N documents of each task")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--max", action="store_true", help="print only the maximum (for scripts: limit_mm_per_prompt)")
     args = parser.parse_args(argv)
-    stats = media_stats(args.tasks, args.limit)
+    names = [name.strip() for arg in args.tasks for name in arg.split(",") if name.strip()]
+    stats = media_stats(names, args.limit)
     if args.max:
         print(max((s.max_images for s in stats), default=0))
         return 0

@@ -21,11 +21,12 @@ step retried 5 times. Our tasks work around both:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -130,6 +131,24 @@ def install() -> None:
         _installed = True
     sys.exit = _guarded_exit  # type: ignore[assignment]
     logger.add(_sink, level="ERROR", format="{message}")
+
+
+_inspecting = threading.Event()
+
+
+@contextlib.contextmanager
+def inspecting_documents() -> Iterator[None]:
+    """Documents are loaded to be looked at (`media-stats`), not evaluated: checks that guard only what an
+    evaluation does (HumanEval-V's code-execution opt-in) do not apply."""
+    _inspecting.set()
+    try:
+        yield
+    finally:
+        _inspecting.clear()
+
+
+def inspecting() -> bool:
+    return _inspecting.is_set()
 
 
 def stops_run(task: str) -> Callable[[F], F]:

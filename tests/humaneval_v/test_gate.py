@@ -52,3 +52,11 @@ def test_cache_is_used(tmp_path: Path) -> None:
     assert len(entries) == 1
     entries[0].write_text('{"errors": ["from the cache"]}')
     assert pylint_errors([PROGRAMS["constant_dropped"]], cache_dir=str(tmp_path)) == [["from the cache"]]
+
+
+def test_fatal_messages_gate_too(tmp_path: Path) -> None:
+    # a 3,000-term expression makes astroid give up: pylint reports it as type "fatal" (astroid-error),
+    # which the official gate counts like an error
+    program = post_process("```python\ndef solution(a: int) -> int:\n    return a" + " + 1" * 3000 + "\n```", SIG, TEST)[1]
+    (errors,) = pylint_errors([program], cache_dir=str(tmp_path))
+    assert len(errors) == 1 and "Fatal error while checking" in errors[0], errors

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks import BENCHMARKS
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
 from lmms_tasks.utils.report import write_report
-from lmms_tasks.utils.testing.demo import DEMO_MODELS, DemoOutcome, run_demo
+from lmms_tasks.utils.report.sections import PLOT_NAMES
+from lmms_tasks.utils.testing.demo import DEMO_MODELS, DemoOutcome
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
 pytestmark = pytest.mark.e2e
@@ -50,14 +50,7 @@ PASSK = {
     "V2T2C w/ strong coder": (("humaneval_v_v2t", "strong_coder_pass_at_1"), ("humaneval_v_v2t_pass3", "strong_coder_pass_at_3")),
     "GT-T2C": (("humaneval_v_gt_t2c", "pass@1"), ("humaneval_v_gt_t2c_pass3", "pass@3")),
 }
-EXPECTED_PLOTS = {
-    "vlm2_subtasks",
-    "humaneval_v_passk",
-    "humaneval_v_by_task_type",
-    "humaneval_v_by_capability",
-    "haerae_vision_gap",
-    "health",
-}
+EXPECTED_PLOTS = set(PLOT_NAMES)
 
 
 # -- what the runs wrote, read here without the report code ----------------------------------------------
@@ -191,9 +184,8 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    work = tmp_path_factory.mktemp("report_demo")
-    outcome = run_demo(list(BENCHMARKS), work, quiet=True, models=2)
+def demo(demo_two_models: tuple[Path, DemoOutcome]) -> Demo:
+    work, outcome = demo_two_models
     written = write_report(list(outcome.run_dirs.values()), work / "report")
     markdown = written.markdown.read_text(encoding="utf-8")
     runs = {model: read_run(model, root) for model, root in outcome.run_dirs.items()}

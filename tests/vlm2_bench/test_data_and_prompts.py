@@ -185,3 +185,14 @@ def test_undecodable_video_names_the_vid(release) -> None:
     Path(doc["video_path"]).write_bytes(b"\x00" * 64)
     with pytest.raises(DataError, match=r"pc_vid record 'UNI_AB_0001'"):
         visuals(doc)
+
+
+def test_count_image_length_comes_from_image_seq_len_then_image_seq_then_2(tmp_path: Path) -> None:
+    # the conformance table's counting records carry L as image_seq_len, as image_seq (lengths 1, 3, 4) or not at all
+    from lmms_tasks.utils.testing.cases import vlm2_bench as cases
+
+    fixtures = cases.write(tmp_path / "release")
+    docs = {d["q_id"]: d for d in load_docs("oc_cnt", fixtures.root)}
+    expected = {c.q_id: c.extra.get("image_seq_len") or len(c.extra.get("image_seq") or []) or 2 for c in cases.COUNT_CASES}
+    assert {q: d["image_len"] for q, d in docs.items()} == expected
+    assert sorted(set(expected.values())) == [1, 2, 3, 4]  # shorter than, equal to and longer than the default

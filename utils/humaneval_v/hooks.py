@@ -21,7 +21,7 @@ from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.responses import plain
-from lmms_tasks.utils.run_status import stops_run
+from lmms_tasks.utils.run_status import inspecting, stops_run
 from lmms_tasks.utils.runtime_checks import warn_about_model_args
 from lmms_tasks.utils.taskconfig import task_metadata
 
@@ -70,8 +70,8 @@ def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Datase
     @stops_run(task)
     def process_docs(_manifest: datasets.Dataset) -> datasets.Dataset:
         metadata = task_metadata(task)
-        if setting != "v2t" or strong_coder_enabled(metadata):
-            require_opt_in(task)
+        if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
+            require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
         warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
         dataset = load_documents()
         stamp = {"hev_task": task, "hev_setting": setting}

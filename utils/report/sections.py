@@ -22,6 +22,9 @@ from lmms_tasks.utils.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SEC
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
+# Every plot the report can draw (the report tests check the demo's report draws exactly these).
+PLOT_NAMES = ("vlm2_subtasks", "humaneval_v_passk", "humaneval_v_by_task_type", "humaneval_v_by_capability", "haerae_vision_gap", "health")
+
 
 @dataclass
 class Section:

@@ -1,0 +1,323 @@
+"""Every claim the READMEs make that a reader would act on is checked against the real thing.
+
+The top README and the three benchmark READMEs name tasks, metric keys, CLI subcommands and flags,
+environment variables and repository paths. Each kind is checked here against what exists: the tasks
+lmms-eval registers from our include path, the metric keys of a real demo run, the CLI's own `--help`,
+the variables the code reads, the files in the checkout. A README edit that names something that does not
+exist fails, and so does code that adds a task, a metric or a variable without documenting it.
+(The model args of the README's vLLM and HF commands are checked against lmms-eval's backends in
+`tests/backends/test_backend_args.py`.)
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lmms_tasks import BENCHMARKS, tasks_path
+
+REPO = Path(__file__).resolve().parents[2]
+TOP = REPO / "README.md"
+BENCHMARK_READMES = {b: REPO / "lmms_tasks" / b / "README.md" for b in BENCHMARKS}
+READMES = [TOP, *BENCHMARK_READMES.values()]
+TASK_NAME = re.compile(r"(?:vlm2_bench|humaneval_v|haerae_vision)[a-z0-9_]*")
+OUR_VAR = re.compile(r"\b(?:LMMS_TASKS|HUMANEVAL_V|VLM2_BENCH|HAERAE_VISION)_[A-Z0-9_]*[A-Z0-9]\b")
+OTHER_VAR = re.compile(r"\b(?:OPENAI|AZURE_OPENAI|HF|LMMS_IMAGE|LMMS_EVAL|CUDA|OMP|TOKENIZERS|TRANSFORMERS|WANDB)_[A-Z0-9_]*[A-Z0-9]\b")
+# Documented for comparison only, read by another tool, never by ours or lmms-eval.
+FOREIGN_NAMES = {"HF_ALLOW_CODE_EVAL": "the opt-in of the Hugging Face `evaluate` library's code_eval, named as the model of ours"}
+REPO_ROOTS = {"lmms_tasks", "utils", "tests", "bench", "scripts", "docs", "yaml_templates", ".ci"}
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def backticked(markdown: str) -> list[str]:
+    """Inline code spans (fenced blocks excluded)."""
+    outside = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    return re.findall(r"`([^`\n]+)`", outside)
+
+
+def code_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```[a-z]*\n(.*?)```", markdown, flags=re.S)
+
+
+def table_after(markdown: str, heading: str) -> list[list[str]]:
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == heading)
+    rows: list[list[str]] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("|"):
+            if not set(line.strip()) <= set("|-: "):  # not the separator line
+                rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+        elif rows:
+            break
+    return rows[1:]  # without the header
+
+
+def codes(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+@cache
+def registered() -> dict[str, str]:
+    from lmms_eval.tasks import TaskManager
+
+    index = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index
+    return {name: entry["type"] for name, entry in index.items() if TASK_NAME.fullmatch(name)}
+
+
+# -- tasks -----------------------------------------------------------------------------------------------
+
+
+def test_every_task_named_exists_and_every_task_is_named() -> None:
+    from lmms_tasks.utils.report.sections import PLOT_NAMES
+
+    not_tasks = set(PLOT_NAMES) | {m for metrics in yaml_metrics().values() for m in metrics}  # names sharing our prefixes
+    assert {"haerae_vision_gap", "humaneval_v_passk"} <= not_tasks
+    named: dict[str, set[str]] = {}
+    for readme in READMES:
+        markdown = text(readme)
+        tokens = [t for t in backticked(markdown) if TASK_NAME.fullmatch(t) and t not in not_tasks]
+        for block in code_blocks(markdown):  # --tasks a,b,c in the commands
+            for listed in re.findall(r"--tasks\s+([\w,]+)", block):
+                tokens += [t for t in listed.split(",") if TASK_NAME.fullmatch(t)]
+        for token in tokens:
+            named.setdefault(token, set()).add(readme.relative_to(REPO).as_posix())
+    unknown = {name: sorted(where) for name, where in named.items() if name not in registered()}
+    assert unknown == {}
+    top = {t for t in backticked(text(TOP)) if TASK_NAME.fullmatch(t)}
+    assert sorted(set(registered()) - top) == []  # the top README names every task and group
+
+
+# -- metrics ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_keys(demo_two_models: tuple[Path, Any]) -> dict[str, set[str]]:
+    """Every `metric,filter` key of every task and group in the demo's first model's results."""
+    from lmms_tasks.utils.testing.demo import DEMO_MODELS
+
+    _, outcome = demo_two_models
+    found: dict[str, set[str]] = {}
+    for run in outcome.runs:
+        if run.results.get("config", {}).get("model_args", "").find(f"model_version={DEMO_MODELS[0]},") < 0:
+            continue
+        for section in ("results", "groups"):
+            for name, values in run.results.get(section, {}).items():
+                found.setdefault(name, set()).update(k for k in values if "," in k and "_stderr" not in k)
+    return found
+
+
+def test_metrics_table_lists_exactly_the_keys_of_a_real_run(real_keys: dict[str, set[str]]) -> None:
+    rows = table_after(text(TOP), "## Tasks and metrics")
+    documented: dict[str, set[str]] = {}
+    for first, _setting, headline, keys in rows:
+        names = [c for c in codes(first) if TASK_NAME.fullmatch(c)]
+        listed = set() if keys.strip() == "none" else set(codes(keys))
+        assert names, first
+        if headline.strip().startswith("`"):
+            assert codes(headline)[0] in listed, (names, headline)
+        for name in names:
+            assert name not in documented, f"{name} has two rows"
+            documented[name] = listed
+    assert set(documented) == set(real_keys)  # a row per task and group of the run, no more
+    wrong = {name: {"documented_only": sorted(documented[name] - keys), "undocumented": sorted(keys - documented[name])} for name, keys in real_keys.items() if documented[name] != keys}
+    assert wrong == {}
+
+
+def yaml_metrics() -> dict[str, set[str]]:
+    """Metric names per benchmark, from the task YAMLs' metric_list and the groups' aggregate_metric_list."""
+    from lmms_tasks.utils.taskconfig import task_config
+
+    found: dict[str, set[str]] = {b: set() for b in BENCHMARKS}
+    for name, kind in registered().items():
+        benchmark = next(b for b in BENCHMARKS if name.startswith(b))
+        if kind == "task":
+            found[benchmark] |= {entry["metric"] for entry in task_config(name)["metric_list"]}
+        else:
+            for path in (Path(tasks_path()) / benchmark).glob("*.yaml"):
+                loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags)
+                if loaded.get("group") == name:
+                    found[benchmark] |= {entry["metric"] for entry in loaded.get("aggregate_metric_list") or []}
+    return found
+
+
+class _IgnoreTags(yaml.SafeLoader):
+    """Reads a group YAML without resolving its `!function` tags."""
+
+
+_IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_every_metric_is_documented_in_both_readmes(benchmark: str) -> None:
+    for readme in (TOP, BENCHMARK_READMES[benchmark]):
+        mentioned = {t.split(",")[0] for t in backticked(text(readme))}
+        missing = sorted(yaml_metrics()[benchmark] - mentioned)
+        assert missing == [], f"{readme.relative_to(REPO)} does not mention {missing}"
+
+
+METRIC_LIKE = re.compile(r"(?:pass@\d\w*|[a-z][a-z0-9_]*_(?:acc|accuracy|score|scores|rate|pct|info|failed|failures|unparsed|pairs|unrounded|valid|range|gap))")
+
+
+def test_metric_names_and_keys_in_the_readmes_exist(real_keys: dict[str, set[str]]) -> None:
+    from lmms_tasks.utils.report.sections import PLOT_NAMES
+
+    vocabulary = {m for metrics in yaml_metrics().values() for m in metrics}
+    all_keys = set().union(*real_keys.values())
+    problems = []
+    for readme in READMES:
+        for token in backticked(text(readme)):
+            if re.fullmatch(r"[a-z0-9_@]+,[a-z0-9_]+", token) and token != "metric,filter" and token not in all_keys:
+                problems.append(f"{readme.relative_to(REPO)}: key {token!r} is in no run's results")
+            for part in re.split(r"\s*/\s*", token):
+                if METRIC_LIKE.fullmatch(part) and part not in vocabulary and part not in PLOT_NAMES:
+                    problems.append(f"{readme.relative_to(REPO)}: {part!r} is not a metric of any task")
+    assert problems == []
+
+
+# -- CLI -------------------------------------------------------------------------------------------------
+
+
+@cache
+def cli_help(command: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "lmms_tasks", command, "--help"], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, (command, proc.stderr[-2000:])
+    return proc.stdout
+
+
+def cli_uses() -> list[tuple[str, str, list[str]]]:
+    """(README, subcommand, flags) for every `python -m lmms_tasks SUB ...` / `lmms-tasks SUB ...` in the READMEs."""
+    uses = []
+    for readme in READMES:
+        markdown = text(readme).replace("\\\n", " ")
+        for line in [*backticked(markdown), *"\n".join(code_blocks(markdown)).splitlines()]:
+            for match in re.finditer(r"(?:python -m lmms_tasks|^\s*lmms-tasks)\s+([a-z-]+)([^|;)`\n]*)", line):
+                uses.append((readme.relative_to(REPO).as_posix(), match.group(1), re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", match.group(2))))
+    return uses
+
+
+def test_cli_subcommands_and_flags_exist() -> None:
+    from lmms_tasks.__main__ import COMMANDS
+
+    uses = cli_uses()
+    assert {sub for _, sub, _ in uses} >= {"path", "score", "media-stats", "report", "demo", "export-upstream", "make-tiny-vlm"}
+    problems = []
+    for readme, sub, flags in uses:
+        if sub not in COMMANDS:
+            problems.append(f"{readme}: no subcommand {sub!r}")
+            continue
+        if sub == "path":
+            continue
+        problems += [f"{readme}: `{sub}` has no flag {flag}" for flag in flags if flag not in cli_help(sub)]
+    assert problems == []
+    for readme in READMES:  # ./scripts/demo.sh passes its arguments to `demo`
+        for flags in re.findall(r"scripts/demo\.sh((?:\s+--[a-z-]+(?:\s+\w+)?)+)", text(readme)):
+            assert all(flag in cli_help("demo") for flag in re.findall(r"--[a-z-]+", flags))
+
+
+# -- environment variables -------------------------------------------------------------------------------
+
+
+def package_sources() -> list[Path]:
+    return sorted([*(REPO / "utils").rglob("*.py"), *(REPO / "lmms_tasks").rglob("*.py")])
+
+
+@cache
+def variables_read_by_our_code() -> set[str]:
+    """Our variables (any string literal with our prefixes in the package, and the judge's composed names),
+    the scripts' variables, and the other tools' variables our code reads with `.get`/`getenv`/`environ[]`."""
+    from lmms_tasks.utils import judge
+
+    found = {judge.ENV_PREFIX + suffix for suffix, _ in judge._FIELDS.values()}
+    for path in package_sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        found |= {value for value in literals if OUR_VAR.fullmatch(value)}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.search(r"\.get\(|getenv\(|environ\[", line):
+                found |= set(OTHER_VAR.findall(line))
+    for script in (REPO / "scripts").glob("*.sh"):
+        found |= {m for m in re.findall(r"\$\{?([A-Z][A-Z0-9_]+)", text(script)) if OUR_VAR.fullmatch(m) or m == "PYTHON"}
+    return found
+
+
+@cache
+def lmms_eval_source() -> str:
+    import lmms_eval
+
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in Path(lmms_eval.__file__).parent.rglob("*.py"))
+
+
+def test_environment_variables_documented_both_ways() -> None:
+    code_vars = variables_read_by_our_code()
+    table = {v for row in table_after(text(TOP), "## Environment variables") for v in codes(row[0])}
+    assert sorted(code_vars - table) == []  # read by the code, missing from the table
+    assert sorted(table - code_vars) == []  # in the table, read by nothing of ours
+    problems = []
+    for readme in READMES:
+        markdown = text(readme)
+        for name in set(OUR_VAR.findall(markdown)) - code_vars:
+            problems.append(f"{readme.relative_to(REPO)}: {name} is read by nothing")
+        for name in set(OTHER_VAR.findall(markdown)) - code_vars - set(FOREIGN_NAMES):
+            if name not in lmms_eval_source() and not any(name in p.read_text(encoding="utf-8") for p in package_sources()):
+                problems.append(f"{readme.relative_to(REPO)}: {name} is read neither by our code nor by lmms-eval")
+    assert problems == []
+
+
+# -- paths ------------------------------------------------------------------------------------------------
+
+
+def test_every_repository_path_in_the_readmes_exists() -> None:
+    """Code spans that are paths into the checkout (`utils/...`, `tests/...`) and relative links."""
+    problems = []
+    for readme in READMES:
+        markdown = text(readme)
+        for token in backticked(markdown):
+            token = token.strip()
+            if "/" in token and token.split("/")[0] in REPO_ROOTS and not re.search(r"[<>$ ]", token):
+                if not list(REPO.glob(token.rstrip("/"))):
+                    problems.append(f"{readme.relative_to(REPO)}: `{token}`")
+        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", markdown):
+            if "://" not in link and not (readme.parent / link).exists():
+                problems.append(f"{readme.relative_to(REPO)}: link {link}")
+    assert problems == []
+
+
+# -- the README's command substitutions work as written ---------------------------------------------------
+
+
+def test_media_stats_substitutions_run_without_the_code_execution_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "HUMANEVAL_V_ALLOW_CODE_EXECUTION"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` = this environment's, as after activating it
+    env.update({"HF_HOME": str(tmp_path / "hf"), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    for benchmark in BENCHMARKS:
+        env.update(importlib.import_module(f"lmms_tasks.utils.testing.fixtures.{benchmark}").write(tmp_path / benchmark).env)
+    substitutions = sorted({m for readme in READMES for m in re.findall(r"\$\((python -m lmms_tasks media-stats[^)]*)\)", text(readme))})
+    assert "python -m lmms_tasks media-stats --max" in substitutions  # the general vLLM command's
+    for command in substitutions:
+        proc = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert proc.returncode == 0, (command, proc.stderr[-3000:])
+        assert re.fullmatch(r"[1-9]\d*\n", proc.stdout), (command, proc.stdout)
+    comma = subprocess.run(
+        [sys.executable, "-m", "lmms_tasks", "media-stats", "vlm2_bench_oc_cpr,haerae_vision_original", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert comma.returncode == 0, comma.stderr[-2000:]
+    assert '"task": "vlm2_bench_oc_cpr"' in comma.stdout and '"task": "haerae_vision_original"' in comma.stdout
