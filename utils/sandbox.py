@@ -325,7 +325,8 @@ def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"binds": binds, "links": links, "hide": covered}
 
 
-def _reachable_by_others(paths: Iterable[str]) -> bool:
+@functools.lru_cache(maxsize=8)
+def _reachable_by_others(paths: tuple[str, ...]) -> bool:
     """Whether a uid with no relation to the owners can traverse to (and read) every path: the fallback
     only drops root's programs to `Limits.uid` when the interpreter stays importable for it."""
     for path in paths:
@@ -362,7 +363,7 @@ class _Prepared:
                 **limits.as_json(),
                 "sys_path": _site_dirs(python),
                 **view,
-                "drop_uid": limits.uid if _reachable_by_others(view["binds"]) else None,
+                "drop_uid": limits.uid if _reachable_by_others(tuple(view["binds"])) else None,
             }
             command = [python, "-I", "-B", "-S", str(CHILD_SCRIPT), str(self.work), json.dumps(settings).encode().hex()]
             self.proc = subprocess.Popen(

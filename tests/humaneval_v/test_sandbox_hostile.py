@@ -454,8 +454,9 @@ def forge(data=frame):
         ("forge()\nimport signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "token"),
         ("forge(b'\\x00\\x00')\nraise SystemExit(1)\n", "rejected"),
         ("if os.fork() == 0:\n    forge()\n    os._exit(0)\nos.wait()\nassert False\n", "2 frames"),
+        ("for _ in range(32):\n    forge(b'\\x00' * 65536)\n", "rejected"),
     ],
-    ids=["then-raise", "then-os-exit-0", "then-sigkill", "garbage-then-fail", "forked-child-forges"],
+    ids=["then-raise", "then-os-exit-0", "then-sigkill", "garbage-then-fail", "forked-child-forges", "flood-then-pass"],
 )
 @pytest.mark.parametrize("limits", MODES)
 def test_forged_passed_frames_do_not_pass(ending: str, reason: str, limits: Limits) -> None:
