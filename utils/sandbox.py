@@ -23,8 +23,8 @@ Everywhere (also in the fallback): a fresh `python -I -B -S` interpreter (site-p
 a fresh temporary work directory as cwd, HOME and TMPDIR, removed afterwards; an environment reduced to
 an allow-list (no API keys, tokens or other secrets of the parent); stdin from /dev/null; stdout/stderr
 captured and capped; rlimits (CPU seconds, address space, file size, open files, no core files, tasks);
-Landlock where the kernel has it (no writes outside the sandbox's own directories, no TCP, no signals or
-ptrace outside, no mounts); a per-program pids cgroup where one can be created (root + cgroup v1 pids).
+Landlock where the kernel has it (no writes outside the sandbox's own directories, no TCP, no signals to
+outside processes, no mounts); a per-program pids cgroup where one can be created (root + cgroup v1 pids).
 
 Threads and processes: `Limits.max_processes` (default 128) caps the program's *tasks*, processes and
 threads together, as the kernel counts them (RLIMIT_NPROC, counted per user namespace so per program;
@@ -35,9 +35,14 @@ the program's own session and process group killed as a whole, a watchdog on the
 a Python-level socket guard (bypassable through `_socket`), escapees found by an environment marker and
 killed, and, when root and the interpreter is reachable by `Limits.uid`, that uid. One warning per
 process names what is missing; each result says it in `isolation_missing`. Not enforced there: reading
-files the user can read (including other processes' /proc entries of the same uid where Landlock is
-missing), UDP and pathname unix sockets below the Python level, writes outside the work directory where
-Landlock is missing.
+what the program's uid may read, including /proc/<pid>/environ of the evaluator and its parents (their API
+keys) when the program runs under the evaluator's uid; UDP and pathname unix sockets below the Python
+level; chmod/chown/utime outside when that uid is root; writes outside the work directory where Landlock is
+missing; and, as root without a pids cgroup, fork bombs are only stopped by the watchdog.
+
+Not enforced even with namespaces: reading world-readable files under the read-only binds (/usr, /etc,
+the interpreter, the virtual environment); a unix socket placed inside those binds would be reachable.
+Run untrusted code on a machine or container you can afford to lose.
 
 Verdicts. A program passes iff `exec(program, {})` returns within `timeout` (official semantics). The
 result channel accepts exactly one frame carrying a per-run token, from a program process that then

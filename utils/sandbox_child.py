@@ -36,7 +36,7 @@ isolation) and says what is missing in the result (`isolation_missing`).
 Both modes: the program process runs `exec(program, {})` under a wall-clock timer exactly like the
 official HumanEval-V harness, with rlimits (CPU, address space, file size, open files, tasks, no core),
 PR_SET_NO_NEW_PRIVS, Landlock where the kernel has it (no writes outside the work directory, /tmp and
-/dev/shm of the sandbox; no TCP; no signals or ptrace outside; no mounts), stdin from /dev/null and
+/dev/shm of the sandbox; no TCP; no signals to outside processes; no mounts), stdin from /dev/null and
 captured output. As root with the cgroup-v1 pids controller, a per-program pids cgroup as well.
 
 Result channel. The program process writes one JSON frame to a pipe that the guard reads. The guard
