@@ -362,7 +362,10 @@ class _Prepared:
             self.work = self.root / "work"
             self.work.mkdir()
             if os.geteuid() == 0:
-                os.chown(self.work, limits.uid, limits.uid)
+                try:
+                    os.chown(self.work, limits.uid, limits.uid)
+                except OSError:  # "root" of a user namespace where that uid is not mapped: the guard falls back
+                    pass
             view = filesystem_view(python, tuple(default_hidden_paths()) + hide)
             settings = {
                 **limits.as_json(),

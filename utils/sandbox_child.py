@@ -371,10 +371,13 @@ def program_process(settings: dict, work_dir: str, fds: dict[str, int], mode: st
         else:
             if os.getuid() == 0 and settings.get("drop_uid") is not None:
                 uid = int(settings["drop_uid"])
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                applied.append(f"uid:{uid}")
+                try:  # refused where "root" is itself confined (a user namespace that denies setgroups)
+                    os.setgroups([])
+                    os.setresgid(uid, uid, uid)
+                    os.setresuid(uid, uid, uid)
+                    applied.append(f"uid:{uid}")
+                except OSError as exc:
+                    applied.append(f"note:uid {uid} refused ({exc.strerror})")
             _LIBC.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
             # counted per uid on the host: only meaningful when not root
             nproc = _count_own_processes() + max_tasks if os.getuid() != 0 else None
@@ -466,31 +469,37 @@ def _quiet_stdio() -> None:
 def holder_process(settings: dict, work_dir: str, fds: dict[str, int], cgroup: str | None, guard: int) -> None:
     """Creates the namespaces (the guard writes the id maps), opens the bind sources, drops to the
     unprivileged uid and forks init; then waits for init. Never returns."""
-    status = fds["status"]
+    status, step = fds["status"], "start"
     try:
         _quiet_stdio()
         if cgroup:
+            step = "joining the pids cgroup"
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
                 fh.write(str(os.getpid()))
         root = os.geteuid() == 0
         if root:  # the uid stays 0 for now: owner access to root's 0700 directories (lookups of bind sources)
+            step = f"dropping supplementary groups and switching to gid {settings['uid']}"
             gid = int(settings["uid"])
             os.setgroups([])
             os.setresgid(gid, gid, gid)
         flags = 0
         for _name, flag in NAMESPACES:
             flags |= flag
-        _check(_LIBC.unshare(flags), "unshare(user, pid, net, mount, ipc, uts)")
+        step = "unshare(user, pid, net, mount, ipc, uts)"
+        _check(_LIBC.unshare(flags), step)
         _send(status, b"U")
         if os.read(fds["ctl"], 1) != b"M":
             os._exit(1)
+        step = "opening the bind sources"
         opened = {path: os.open(path, os.O_PATH) for path in [*settings["binds"], work_dir]}
         if root:
+            step = f"switching to uid {settings['uid']}"
             uid = int(settings["uid"])
             os.setresuid(uid, uid, uid)  # the only uid mapped; keeps the namespace's capabilities
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
             os._exit(1)
+        step = "forking init"
         init = os.fork()
         if init == 0:
             init_process(settings, work_dir, {**fds, **opened})
@@ -506,22 +515,28 @@ def holder_process(settings: dict, work_dir: str, fds: dict[str, int], cgroup: s
                 break
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001
-        _send_error(status, exc)
+        _send_error(status, exc, step)
         os._exit(1)
 
 
-def _send_error(fd: int, exc: BaseException) -> None:
-    _send(fd, b"E", json.dumps([getattr(exc, "errno", None), f"{type(exc).__name__}: {exc}"]).encode())
+def _send_error(fd: int, exc: BaseException, step: str) -> None:
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if isinstance(exc, OSError) and step in detail:
+        text = f"{type(exc).__name__}: {detail}"
+    else:
+        text = f"{step}: {type(exc).__name__}: {detail}"
+    _send(fd, b"E", json.dumps([getattr(exc, "errno", None), text]).encode())
 
 
 def init_process(settings: dict, work_dir: str, fds: dict[str, int]) -> None:
     """Pid 1 of the sandbox: builds the filesystem view, forks the program process, reports its wait
     status to the guard, and exits, which makes the kernel kill whatever is left in the namespace."""
-    status = fds["status"]
+    status, step = fds["status"], "building the filesystem view"
     try:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # pid 1 ignores default-action signals from inside
         notes = build_filesystem(settings, fds, work_dir)
+        step = "forking the program process"
         for path in [*settings["binds"], work_dir]:
             os.close(fds[path])
         _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the program may not ptrace or read init
@@ -545,7 +560,7 @@ def init_process(settings: dict, work_dir: str, fds: dict[str, int]) -> None:
         _send(status, b"X", json.dumps([program_status, left]).encode())
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001
-        _send_error(status, exc)
+        _send_error(status, exc, step)
         os._exit(1)
 
 

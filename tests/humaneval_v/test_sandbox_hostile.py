@@ -711,3 +711,31 @@ def test_concurrent_sandboxes_do_not_see_each_other() -> None:
     for thread in threads:
         thread.join()
     assert [r.passed for r in results] == [True, True], results
+
+
+REFUSED_EVALUATOR = r"""
+import json, sys
+from lmms_tasks.utils.sandbox import Limits, run_program
+sources = ['assert 1 + 1 == 2\n', 'assert 1 + 1 == 3, "wrong"\n', 'import os\nos._exit(0)\n']
+results = [run_program(s, Limits(timeout=2.0), marker=sys.argv[1], tmp_root=sys.argv[2]).to_json() for s in sources]
+print(json.dumps(results))
+"""
+
+
+def test_fallback_when_the_kernel_refuses_namespaces() -> None:
+    """A real refusal: an evaluator in a user namespace whose max_user_namespaces is 0 (as a container's
+    sysctl or seccomp profile would do). Verdicts stay right, the reason is recorded, one warning."""
+    script = f"echo 0 > /proc/sys/user/max_user_namespaces && exec {sys.executable} -c \"$0\" \"$@\""
+    command = ["unshare", "--user", "--map-user=4242", "--map-group=4242", "--keep-caps", "sh", "-c", script, REFUSED_EVALUATOR]
+    done = subprocess.run([*command, f"{MARKER}-refused", str(SBX_ROOT)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [sandbox.ExecResult.from_json(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+    assert [(r.status, r.message) for r in results] == [
+        ("passed", "passed"),
+        ("failed", "wrong"),
+        ("failed", "program process exited with code 0 before finishing"),
+    ]
+    for result in results:
+        assert result.isolation_missing == "namespaces: OSError: unshare(user, pid, net, mount, ipc, uts): No space left on device"
+        assert "private-filesystem" not in result.confinement
+    assert done.stderr.count("kernel isolation unavailable") == 1, done.stderr
