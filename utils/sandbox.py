@@ -61,8 +61,10 @@ program process waiting), so that start-up overlaps the previous program instead
 from __future__ import annotations
 
 import concurrent.futures
+import fcntl
 import functools
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -80,8 +82,21 @@ from typing import Any
 
 from lmms_tasks.utils.cache import DiskCache, content_key
 from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.sandbox_child import unpack_record
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
+# The guard's code arrives on its stdin, compiled once per evaluator process: compiling sandbox_child.py
+# in every guard would cost ~20 ms of CPU per program, and a cached .pyc is not written where
+# PYTHONDONTWRITEBYTECODE is set (common in containers). Another interpreter gets the source.
+CHILD_BOOTSTRAP = (
+    "import marshal, sys\n"
+    "head = sys.stdin.buffer.read(5)\n"
+    "body = sys.stdin.buffer.read(int.from_bytes(head[1:], 'big'))\n"
+    "code = marshal.loads(body) if head[:1] == b'c' else compile(body, sys.argv[1], 'exec')\n"
+    "module = {'__name__': 'lmms_tasks_sandbox_child', '__file__': sys.argv[1], '__builtins__': __builtins__}\n"
+    "exec(code, module)\n"
+    "module['main'](sys.argv[2:])\n"
+)
 SANDBOX_VERSION = "2"
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MARKER_ENV = "LMMS_TASKS_SANDBOX"
@@ -279,6 +294,17 @@ def _inside(path: str, parent: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
+def _child_code(python: str) -> bytes:
+    """What CHILD_BOOTSTRAP reads: kind (c: marshalled code of this interpreter, s: source), length, body."""
+    source = CHILD_SCRIPT.read_bytes()
+    if python == sys.executable:
+        kind, body = b"c", marshal.dumps(compile(source, str(CHILD_SCRIPT), "exec", optimize=2))
+    else:
+        kind, body = b"s", source
+    return kind + len(body).to_bytes(4, "big") + body
+
+
+@functools.lru_cache(maxsize=8)
 def _interpreter_paths(python: str) -> tuple[list[str], list[str]]:
     """(directories the interpreter needs: prefixes and the binary's directory; its site-packages)."""
     if python == sys.executable:
@@ -373,7 +399,7 @@ class _Prepared:
                 **view,
                 "drop_uid": limits.uid if _reachable_by_others(tuple(view["binds"])) else None,
             }
-            command = [python, "-I", "-B", "-S", str(CHILD_SCRIPT), str(self.work), json.dumps(settings).encode().hex()]
+            command = [python, "-I", "-B", "-S", "-c", CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(self.work), marshal.dumps(settings).hex()]
             self.proc = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
@@ -384,6 +410,19 @@ class _Prepared:
                 start_new_session=True,
                 close_fds=True,
             )
+            try:
+                assert self.proc.stdin is not None
+                code = _child_code(python)
+                try:  # room for the whole code, so that this write never waits for the guard to start
+                    fcntl.fcntl(self.proc.stdin.fileno(), 1031, max(len(code) + 4096, 65536))  # F_SETPIPE_SZ
+                except OSError:
+                    pass
+                self.proc.stdin.write(code)
+                self.proc.stdin.flush()
+            except OSError:
+                _kill_session_from_outside(self.proc.pid)
+                self.proc.communicate()
+                raise
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             _rmtree(self.root)
             raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
@@ -401,13 +440,8 @@ class _Prepared:
             except subprocess.TimeoutExpired:
                 _kill_session_from_outside(self.proc.pid)
                 out, err = self.proc.communicate()
-            outcome: Any = None
-            if self.proc.returncode == 0 and out:
-                try:
-                    outcome = json.loads(out)  # written by the guard itself (never by the program)
-                except ValueError:
-                    outcome = None
-            if not isinstance(outcome, dict):
+            outcome = _guard_outcome(out) if self.proc.returncode == 0 else None
+            if outcome is None:
                 _kill_session_from_outside(self.proc.pid)
                 reason = (
                     f"sandbox guard died (exit {self.proc.returncode})" if self.proc.returncode else "sandbox guard gave no readable result"
@@ -432,6 +466,24 @@ class _Prepared:
             self.proc.wait()
         sweep(self.marker)
         _rmtree(self.root)
+
+
+def _guard_outcome(out: bytes) -> dict[str, Any] | None:
+    """The guard's report (a record of strings, see sandbox_child.pack_record) as ExecResult fields; None
+    when unreadable. Parsed without marshal or pickle: in the fallback a program might reach the pipe."""
+    record = unpack_record(out) if out else None
+    if record is None or "status" not in record:
+        return None
+    outcome: dict[str, Any] = {k: record[k] for k in ("status", "message", "stdout", "stderr", "fd_output", "isolation_missing") if k in record}
+    outcome["confinement"] = [item for item in record.get("confinement", "").split("\n") if item]
+    for key, kind in (("elapsed_s", float), ("killed_processes", int)):
+        try:
+            outcome[key] = kind(record[key])
+        except (KeyError, ValueError):
+            pass
+    outcome["pids_cgroup"] = record.get("pids_cgroup") == "1"
+    outcome["start_error"] = record.get("start_error") == "1"
+    return outcome
 
 
 def _execute(sandbox_for: Callable[[int], _Prepared], source: str) -> ExecResult:

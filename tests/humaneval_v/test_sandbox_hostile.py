@@ -433,9 +433,12 @@ import numpy, json  # the environment's packages and the standard library stay i
 
 
 # --- verdicts cannot be forged ---------------------------------------------------------------------------
+# A frame in the harness's own format (length-prefixed key/value strings, see sandbox_child.pack_record),
+# as an attacker who read the code would write it; only the per-run token is unknown to it.
 FORGE = """
-import json, os
-frame = json.dumps({'status': 'passed', 'message': 'passed', 'token': '00' * 16}).encode()
+import os
+record = {'status': 'passed', 'message': 'passed', 'elapsed_s': '0.01', 'confinement': '', 'token': '00' * 16}
+frame = b''.join(len(t.encode()).to_bytes(4, 'big') + t.encode() for item in record.items() for t in item)
 frame = len(frame).to_bytes(4, 'big') + frame
 def forge(data=frame):
     for fd in range(3, 256):
@@ -444,6 +447,18 @@ def forge(data=frame):
         except OSError:
             pass
 """
+
+
+def test_the_forged_frame_is_well_formed() -> None:
+    # keeps the forgery tests meaningful: without the token check, this frame would be accepted
+    from lmms_tasks.utils.sandbox_child import judge_channel, pack_record
+
+    namespace: dict[str, object] = {}
+    exec(FORGE, namespace)  # noqa: S102 - defines `record` and `frame`, writes nothing
+    assert namespace["frame"] == len(pack_record(namespace["record"])).to_bytes(4, "big") + pack_record(namespace["record"])  # type: ignore[arg-type]
+    accepted = judge_channel(namespace["frame"], "00" * 16, 0)  # type: ignore[arg-type]
+    assert accepted["status"] == "passed"
+    assert "token" in judge_channel(namespace["frame"], os.urandom(16).hex(), 0)["message"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -630,7 +645,7 @@ class _FailingPopen:
         self.fail_calls, self.calls, self.real = fail_calls, 0, subprocess.Popen
 
     def __call__(self, command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        if str(sandbox.CHILD_SCRIPT) in command:
+        if sandbox.CHILD_BOOTSTRAP in command:
             self.calls += 1
             if self.calls in self.fail_calls:
                 raise BlockingIOError(11, "Resource temporarily unavailable")
