@@ -7,8 +7,8 @@ codec (`pack_record`/`unpack_record`).
 
 Processes. The *guard* (this script) stays on the host, outside every confinement: it builds the sandbox
 before the program arrives, hands the program over, drains and caps the output, enforces the hard
-deadline, kills everything at the end, decides the verdict and prints it (JSON) on its own stdout. What
-it builds, where the kernel allows (the *namespace mode*):
+deadline, kills everything at the end, decides the verdict and prints it (a `pack_record` record) on
+its own stdout. What it builds, where the kernel allows (the *namespace mode*):
 
     guard ── holder (user+mount+net+ipc+uts namespaces; waits for init)
                └── init (pid 1 of a new pid namespace; builds the filesystem view, reaps, reports)
@@ -41,15 +41,16 @@ PR_SET_NO_NEW_PRIVS, Landlock where the kernel has it (no writes outside the wor
 /dev/shm of the sandbox; no TCP; no signals to outside processes; no mounts), stdin from /dev/null and
 captured output. As root with the cgroup-v1 pids controller, a per-program pids cgroup as well.
 
-Result channel. The program process writes one JSON frame to a pipe that the guard reads. The guard
-accepts a verdict only if exactly one frame arrived, it carries the per-run token (written by the guard
-into the program's input pipe *after* the program text and read by the harness only after `exec`
-returned), and the program process then exited 0 through the harness. Any other shape (two frames,
-a frame without the token, a frame followed by a signal or another exit code, garbage) is a failure with
-the reason. What stays possible from inside the interpreter, as in the official harness (where a program
-can append "passed" to the result list and `os._exit(0)`): a program written against this harness can
-read the token from its input pipe, write a well-formed frame and `os._exit(0)`; it can also monkeypatch
-the harness's own code in its interpreter. Such a program only changes its own verdict.
+Result channel. The program process writes one frame (a `pack_record` record) to a pipe that the
+guard reads. The guard accepts a verdict only if exactly one frame arrived, it carries the per-run
+token (written by the guard into the program's input pipe *after* the program text and read by the
+harness only after `exec` returned), and the program process then exited 0 through the harness. Any
+other shape (two frames, a frame without the token, a frame followed by a signal or another exit code,
+garbage, a flood) is a failure with the reason. What stays possible from inside the interpreter, as in
+the official harness (where a program can append "passed" to the result list and `os._exit(0)`): a
+program written against this harness can read the token from its input pipe, write a well-formed frame
+and `os._exit(0)`; it can also monkeypatch the harness's own code in its interpreter. Such a program
+only changes its own verdict.
 """
 
 from __future__ import annotations
