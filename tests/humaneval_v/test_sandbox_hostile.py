@@ -39,7 +39,7 @@ MODES = [pytest.param(LIMITS, id="namespaces"), pytest.param(FALLBACK, id="fallb
 FALLBACK_BOMB = Limits(timeout=2.0, output_cap=1024, namespaces=False, cgroup=True)
 
 MARKER = f"hostile{os.getpid()}"
-SBX_ROOT = Path(tempfile.mkdtemp(prefix="hostile_sbx_root_"))
+SBX_ROOT = Path(tempfile.gettempdir()) / f"hostile_sbx_root_{os.getpid()}_{uuid.uuid4().hex[:8]}"  # made by the fixture
 ROOT = os.geteuid() == 0
 PROGRAM_UID = Limits().uid if ROOT else os.geteuid()
 
@@ -60,7 +60,8 @@ def leftover_processes(needle: str = str(SBX_ROOT)) -> list[int]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def remove_sandbox_root() -> Iterator[None]:
+def sandbox_root() -> Iterator[None]:
+    SBX_ROOT.mkdir(mode=0o700)
     yield
     SBX_ROOT.rmdir()  # empty: every test checked it
 
