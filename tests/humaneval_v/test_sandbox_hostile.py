@@ -1,27 +1,69 @@
-"""Hostile programs against the shared sandbox (lmms_tasks.utils.sandbox): each must fail, leave no process
-or file behind, leak nothing, and leave the pool able to run the next program.
+"""Hostile programs against the shared sandbox (lmms_tasks.utils.sandbox), as a hostile user would write
+them. Each test asserts the specific outcome: the secret is in no output, the outside file keeps its
+mode/owner/mtime/content, the listener the test runs receives nothing, the verdict is a failure with the
+expected reason, and no process or temporary directory is left (autouse fixture).
 
-Modelled on bigcode's safe_subprocess evil-program tests. Timings are never asserted."""
+Where an attack could silently do nothing (a secret not where we think, a listener that would not have
+received anything anyway), the same program first runs bare (`python -c`, no sandbox) as a control that
+must succeed, so every test can fail. Timings are never asserted.
+
+The module runs as whoever runs pytest; `test_sandbox_unprivileged.py` re-runs it as uid 65534 when
+pytest runs as root, so CI covers both."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils import sandbox
+from lmms_tasks.utils.logging import logger
 from lmms_tasks.utils.sandbox import Limits, SandboxPool, run_program, sandboxed_pids
 
 SECRET = "sk-test-secret-should-never-leak"
 LIMITS = Limits(timeout=2.0, output_cap=1024)
-
+FALLBACK = Limits(timeout=2.0, output_cap=1024, namespaces=False, cgroup=False)
+MODES = [pytest.param(LIMITS, id="namespaces"), pytest.param(FALLBACK, id="fallback")]
+# Fork bombs in the fallback: as root the pids cgroup stops them (RLIMIT_NPROC does not bind root); as a
+# normal user RLIMIT_NPROC does. Root without any cgroup only has the watchdog (documented, not tested:
+# it would starve the shared CI machine).
+FALLBACK_BOMB = Limits(timeout=2.0, output_cap=1024, namespaces=False, cgroup=True)
 
 MARKER = f"hostile{os.getpid()}"
-SBX_ROOT = Path(tempfile.mkdtemp(prefix="hostile_sbx_root_"))
+SBX_ROOT = Path(tempfile.gettempdir()) / f"hostile_sbx_root_{os.getpid()}_{uuid.uuid4().hex[:8]}"  # made by the fixture
+ROOT = os.geteuid() == 0
+PROGRAM_UID = Limits().uid if ROOT else os.geteuid()
+
+
+def leftover_processes(needle: str = str(SBX_ROOT)) -> list[int]:
+    """Host processes whose command line names `needle` (every sandbox process of this module has the
+    work directory under SBX_ROOT in its argv; readable even where /proc/<pid>/environ is not)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if needle.encode() in fh.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sandbox_root() -> Iterator[None]:
+    SBX_ROOT.mkdir(mode=0o700)
+    yield
+    SBX_ROOT.rmdir()  # empty: every test checked it
 
 
 @pytest.fixture(autouse=True)
@@ -29,29 +71,494 @@ def secrets_and_leak_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "HF_TOKEN", "LMMS_TASKS_JUDGE_API_KEY", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, SECRET)
     yield
+    assert leftover_processes() == [], "a sandbox process survived"
     assert sandboxed_pids(MARKER) == [], "a sandboxed process survived"
     assert list(SBX_ROOT.iterdir()) == [], "a sandbox temp dir was left behind"
 
 
-def run(source: str):
-    result = run_program(source, LIMITS, marker=f"{MARKER}-{os.urandom(4).hex()}", tmp_root=SBX_ROOT)
+def outputs(result: sandbox.ExecResult) -> str:
+    return result.message + result.stdout + result.stderr + result.fd_output
+
+
+def run(source: str, limits: Limits = LIMITS, **kwargs: object) -> sandbox.ExecResult:
+    result = run_program(source, limits, marker=f"{MARKER}-{os.urandom(4).hex()}", tmp_root=SBX_ROOT, **kwargs)  # type: ignore[arg-type]
     assert not result.passed, result
-    assert SECRET not in (result.message + result.stdout + result.stderr + result.fd_output)
+    assert SECRET not in outputs(result)
+    if limits.namespaces:
+        assert "private-filesystem" in result.confinement, f"kernel isolation did not apply: {result.isolation_missing}"
+    else:
+        assert result.isolation_missing.startswith("namespaces:")
     return result
 
 
-def test_fork_bomb_is_killed() -> None:
-    result = run("import os\nwhile True:\n    os.fork()\n")
+def bare(source: str, tmp_path: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """The control: the same program with no sandbox at all."""
+    return subprocess.run([sys.executable, "-c", source], cwd=tmp_path, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_evaluator_identity() -> None:
+    # test_sandbox_unprivileged.py sets LMMS_TASKS_EXPECT_UID when it re-runs this module as a normal user
+    expected = os.environ.get("LMMS_TASKS_EXPECT_UID")
+    if expected is not None:
+        assert os.geteuid() == int(expected) != 0
+    result = run_program(f"import os\nassert os.getuid() == os.geteuid() == {PROGRAM_UID} != 0\n", LIMITS, tmp_root=SBX_ROOT)
+    assert result.passed, result
+    assert f"uid:{PROGRAM_UID}" in result.confinement
+
+
+# --- secrets ---------------------------------------------------------------------------------------------
+ENVIRON_ATTACK = r"""
+import os
+pids = {EVALUATOR_PID, GRANDPARENT_PID, os.getppid()}
+pids |= {int(p) for p in os.listdir('/proc') if p.isdigit()}
+pid = os.getpid()
+while pid > 1:  # my parents, as far as I can see them
+    try:
+        pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])
+    except (OSError, ValueError):
+        break
+    pids.add(pid)
+found = []
+for pid in sorted(pids):
+    for name in ('environ', 'cmdline'):
+        try:
+            found.append(open(f'/proc/{pid}/{name}', 'rb').read().decode('utf-8', 'replace'))
+        except OSError as exc:
+            found.append(f'{pid}/{name}: {exc.strerror}')
+data = '\n'.join(found)
+print(data)
+assert 'sk-evaluator-' in data or 'sk-grandparent-' in data, 'no secret found'
+"""
+
+EVALUATOR = r"""
+import json, os, subprocess, sys
+from lmms_tasks.utils.sandbox import Limits, run_program
+attack = sys.argv[1].replace('EVALUATOR_PID', str(os.getpid())).replace('GRANDPARENT_PID', str(os.getppid()))
+control = subprocess.run([sys.executable, '-c', attack], capture_output=True, text=True, timeout=60)
+result = run_program(attack, Limits(**json.loads(sys.argv[2])), marker=sys.argv[3], tmp_root=sys.argv[4])
+print(json.dumps({'control': control.stdout + control.stderr, 'control_rc': control.returncode, 'sandboxed': result.to_json()}))
+"""
+
+GRANDPARENT = "import os, subprocess, sys\nsecret = sys.argv.pop(1)\nsys.exit(subprocess.call(sys.argv[1:], env={**os.environ, 'EVALUATOR_SECRET': secret}))"
+
+
+def test_environ_of_the_evaluator_and_its_parent_is_unreadable() -> None:
+    """An evaluator holding keys in its (initial) environment, started by a parent holding another key:
+    the program reads /proc/<pid>/environ of both, of its own ancestors and of every visible process.
+    (Not contained by the fallback when the program runs under the evaluator's uid: documented.)"""
+    limits = LIMITS
+    evaluator_secret, grandparent_secret = f"sk-evaluator-{uuid.uuid4().hex}", f"sk-grandparent-{uuid.uuid4().hex}"
+    env = {**os.environ, "GRANDPARENT_SECRET": grandparent_secret}
+    command = [sys.executable, "-c", GRANDPARENT, evaluator_secret, sys.executable, "-c", EVALUATOR, ENVIRON_ATTACK]
+    command += [json.dumps(limits.as_json()), f"{MARKER}-env", str(SBX_ROOT)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["control_rc"] == 0 and evaluator_secret in report["control"] and grandparent_secret in report["control"]
+    result = sandbox.ExecResult.from_json(report["sandboxed"])
+    assert result.status == "failed" and result.message == "no secret found", result
+    for secret in (evaluator_secret, grandparent_secret, SECRET):
+        assert secret not in json.dumps(report["sandboxed"])
+    assert "private-filesystem" in result.confinement
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nassert os.environ.get('OPENAI_API_KEY') == {secret!r}\n",
+        "data = open('/proc/self/environ', 'rb').read()\nassert {secret!r}.encode() in data\n",
+        "import os\nassert any(v == {secret!r} for v in os.environ.values())\n",
+    ],
+)
+@pytest.mark.parametrize("limits", MODES)
+def test_parent_secrets_are_not_in_the_environment(source: str, limits: Limits) -> None:
+    assert run(source.format(secret=SECRET), limits).status == "failed"
+
+
+# --- network -------------------------------------------------------------------------------------------
+UDP_ATTACK = """
+import socket, _socket
+sent = 0
+for make in (socket.socket, _socket.socket):
+    s = make(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto({secret!r}.encode(), ('127.0.0.1', {port}))
+        sent += 1
+    except OSError as exc:
+        print('sendto', exc)
+    try:
+        s.connect(('127.0.0.1', {port}))
+        s.send({secret!r}.encode())
+        sent += 1
+    except OSError as exc:
+        print('connect/send', exc)
+assert sent, 'no datagram could be sent'
+"""
+
+
+def _received(listener: socket.socket) -> list[bytes]:
+    listener.setblocking(False)
+    got = []
+    while True:
+        try:
+            got.append(listener.recv(65536))
+        except BlockingIOError:
+            return got
+
+
+def test_udp_datagram_never_leaves(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        attack = UDP_ATTACK.format(secret=SECRET, port=listener.getsockname()[1])
+        assert bare(attack, tmp_path).returncode == 0
+        assert SECRET.encode() in b"".join(_received(listener))  # the control reached the listener
+        result = run(attack)
+        assert result.status == "failed" and result.message == "no datagram could be sent"
+        assert _received(listener) == [], "a datagram left the sandbox"
+
+
+@pytest.mark.parametrize(
+    "connect",
+    [
+        "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'leak')\n",
+        "import _socket\ns = _socket.socket()\ns.connect(('127.0.0.1', {port}))\ns.send(b'leak')\n",
+    ],
+)
+@pytest.mark.parametrize("limits", MODES)
+def test_tcp_connection_is_refused(connect: str, limits: Limits, tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        assert bare(connect.format(port=port), tmp_path).returncode == 0
+        listener.setblocking(False)
+        listener.accept()[0].close()  # the control connected
+        result = run(connect.format(port=port), limits)
+        assert result.status == "failed"
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+
+
+UNIX_ATTACK = """
+import socket
+reached = []
+for path in {stream!r}:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        s.sendall({secret!r}.encode())
+        reached.append(path)
+    except OSError as exc:
+        print(repr(path), exc)
+for path in {datagram!r}:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.sendto({secret!r}.encode(), path)
+        reached.append(path)
+    except OSError as exc:
+        print(repr(path), exc)
+assert reached, 'no unix socket reached'
+"""
+
+
+def _unix_listeners(paths: list[str], kind: int) -> list[socket.socket]:
+    listeners = []
+    for path in paths:
+        listener = socket.socket(socket.AF_UNIX, kind)
+        listener.bind(path)
+        if kind == socket.SOCK_STREAM:
+            listener.listen(8)
+        listener.setblocking(False)
+        listeners.append(listener)
+    return listeners
+
+
+def _unix_traffic(stream: list[socket.socket], datagram: list[socket.socket]) -> int:
+    count = 0
+    for listener in stream:
+        while True:
+            try:
+                listener.accept()[0].close()
+                count += 1
+            except BlockingIOError:
+                break
+    return count + sum(len(_received(listener)) for listener in datagram)
+
+
+def test_pathname_and_abstract_unix_sockets_are_unreachable(tmp_path: Path) -> None:
+    """Sockets of the evaluator's user under /tmp and $HOME, and in the abstract namespace."""
+    home = Path(os.path.expanduser("~"))
+    tag = uuid.uuid4().hex[:12]
+    stream_paths = [str(tmp_path / "stream.sock"), str(home / f".lmms_sbx_{tag}.sock"), f"\0lmms_sbx_{tag}_stream"]
+    datagram_paths = [str(tmp_path / "datagram.sock"), f"\0lmms_sbx_{tag}_datagram"]
+    stream, datagram = _unix_listeners(stream_paths, socket.SOCK_STREAM), _unix_listeners(datagram_paths, socket.SOCK_DGRAM)
+    try:
+        attack = UNIX_ATTACK.format(stream=stream_paths, datagram=datagram_paths, secret=SECRET)
+        assert bare(attack, tmp_path).returncode == 0
+        assert _unix_traffic(stream, datagram) == len(stream_paths) + len(datagram_paths)  # the control reached each
+        result = run(attack)
+        assert result.status == "failed" and result.message == "no unix socket reached"
+        assert _unix_traffic(stream, datagram) == 0, "a unix socket outside the sandbox was reached"
+    finally:
+        for listener in stream + datagram:
+            listener.close()
+        (home / f".lmms_sbx_{tag}.sock").unlink(missing_ok=True)
+
+
+# --- the filesystem ------------------------------------------------------------------------------------
+METADATA_ATTACK = """
+import os
+changed = []
+for path in {paths!r}:
+    for name, change in (
+        ('chmod', lambda: os.chmod(path, 0o777)),
+        ('chown', lambda: os.chown(path, os.getuid(), os.getgid())),
+        ('utime', lambda: os.utime(path, (0, 0))),
+        ('append', lambda: open(path, 'a').write('pwned')),
+        ('rename', lambda: os.rename(path, path + '.moved')),
+    ):
+        try:
+            change()
+            changed.append((path, name))
+        except OSError as exc:
+            print(path, name, exc)
+assert changed, 'nothing outside could be changed'
+"""
+
+
+def _fingerprint(path: Path) -> tuple[int, int, int, int, bytes]:
+    info = path.stat()
+    return info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, path.read_bytes()
+
+
+@pytest.fixture
+def outside_files(tmp_path: Path) -> Iterator[list[Path]]:
+    """Files outside the sandbox: one in the test's temp dir (hidden in the sandbox) and, where this user
+    may create one, one in the virtual environment (visible in the sandbox, through a read-only bind)."""
+    files = [tmp_path / "outside.txt"]
+    probe = Path(sys.prefix) / f".lmms_sbx_probe_{os.getpid()}"
+    try:
+        probe.write_text("original")
+        files.append(probe)
+    except OSError:
+        pass
+    files[0].write_text("original")
+    for path in files:
+        os.chmod(path, 0o644)
+    yield files
+    probe.unlink(missing_ok=True)
+    Path(str(probe) + ".moved").unlink(missing_ok=True)
+
+
+def test_nothing_outside_can_be_changed(outside_files: list[Path], tmp_path: Path) -> None:
+    control = tmp_path / "control.txt"
+    control.write_text("original")
+    os.chmod(control, 0o644)
+    before = _fingerprint(control)
+    assert bare(METADATA_ATTACK.format(paths=[str(control)]), tmp_path).returncode == 0
+    assert not control.exists() or _fingerprint(control) != before  # the control changed its file
+    fingerprints = [_fingerprint(path) for path in outside_files]
+    result = run(METADATA_ATTACK.format(paths=[str(path) for path in outside_files]))
+    assert result.status == "failed" and result.message == "nothing outside could be changed"
+    assert [_fingerprint(path) for path in outside_files] == fingerprints
+
+
+def test_write_outside_the_temp_dir_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    result = run(f"open({str(target)!r}, 'w').write('pwned')\n")
+    assert result.status == "failed" and "No such file or directory" in result.message  # not even visible
+    assert not target.exists()
+    for system_path in ("/usr/lmms_sbx_escape", "/etc/lmms_sbx_escape", f"{sys.prefix}/lmms_sbx_escape"):
+        result = run(f"open({system_path!r}, 'w').write('pwned')\n")
+        assert result.status == "failed" and "Read-only file system" in result.message
+        assert not Path(system_path).exists()
+
+
+def test_fallback_write_outside_the_temp_dir_is_refused_by_landlock(tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    result = run(f"open({str(target)!r}, 'w').write('pwned')\n", FALLBACK)
+    assert result.status == "failed" and "Permission denied" in result.message
+    assert not target.exists()
+
+
+def test_private_tmp_and_work_dir_are_writable_and_private() -> None:
+    tag = uuid.uuid4().hex
+    result = run_program(
+        "import os, tempfile\nopen('a.txt', 'w').write('ok')\ntempfile.NamedTemporaryFile().write(b'x')\n"
+        f"open('/tmp/{tag}', 'w').write('x')\nopen('/dev/shm/{tag}', 'w').write('x')\nassert os.path.exists('a.txt')\n",
+        LIMITS,
+        tmp_root=SBX_ROOT,
+    )
+    assert result.passed, result
+    assert not Path(f"/tmp/{tag}").exists() and not Path(f"/dev/shm/{tag}").exists()
+
+
+def test_the_host_is_not_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host /proc, home, judge and execution caches, the test's files, other top-level directories; and
+    a directory below a read-only bind that the caller asked to hide."""
+    judge, execs = tmp_path / "judge", tmp_path / "exec"
+    for directory in (judge, execs):
+        directory.mkdir()
+        (directory / "entry.json").write_text(SECRET)
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_CACHE_DIR", str(judge))
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(execs))
+    hidden = Path(sys.prefix) / f".lmms_sbx_hidden_{os.getpid()}"
+    hide: list[str] = []
+    try:
+        hidden.mkdir()
+        (hidden / "secret.txt").write_text(SECRET)
+        hide.append(str(hidden))
+    except OSError:  # this user cannot write into the virtual environment
+        pass
+    absent = [str(judge / "entry.json"), str(execs / "entry.json"), str(tmp_path), os.path.expanduser("~/.bashrc"), "/run", "/home", "/var", "/srv", "/root/.cache"]
+    absent += [str(hidden / "secret.txt")] if hide else []
+    program = f"""
+import ctypes, os
+for path in {absent!r}:
+    assert not os.path.exists(path), path
+assert {{p for p in os.listdir('/proc') if p.isdigit()}} == {{'1', '2'}}, os.listdir('/proc')
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+for key in ('CapInh', 'CapPrm', 'CapEff', 'CapAmb'):
+    assert int(status[key], 16) == 0, (key, status[key])
+assert status['NoNewPrivs'].strip() == '1'
+assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0, 'nested user namespace'
+import numpy, json  # the environment's packages and the standard library stay importable
+"""
+    try:
+        result = run_program(program, LIMITS, tmp_root=SBX_ROOT, hide=hide)
+        assert result.passed, result
+    finally:
+        if hide:
+            (hidden / "secret.txt").unlink()
+            hidden.rmdir()
+
+
+# --- verdicts cannot be forged ---------------------------------------------------------------------------
+# A frame in the harness's own format (length-prefixed key/value strings, see sandbox_child.pack_record),
+# as an attacker who read the code would write it; only the per-run token is unknown to it.
+FORGE = """
+import os
+record = {'status': 'passed', 'message': 'passed', 'elapsed_s': '0.01', 'confinement': '', 'token': '00' * 16}
+frame = b''.join(len(t.encode()).to_bytes(4, 'big') + t.encode() for item in record.items() for t in item)
+frame = len(frame).to_bytes(4, 'big') + frame
+def forge(data=frame):
+    for fd in range(3, 256):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+"""
+
+
+def test_the_forged_frame_is_well_formed() -> None:
+    # keeps the forgery tests meaningful: without the token check, this frame would be accepted
+    from lmms_tasks.utils.sandbox_child import judge_channel, pack_record
+
+    namespace: dict[str, object] = {}
+    exec(FORGE, namespace)  # noqa: S102 - defines `record` and `frame`, writes nothing
+    assert namespace["frame"] == len(pack_record(namespace["record"])).to_bytes(4, "big") + pack_record(namespace["record"])  # type: ignore[arg-type]
+    accepted = judge_channel(namespace["frame"], "00" * 16, 0)  # type: ignore[arg-type]
+    assert accepted["status"] == "passed"
+    assert "token" in judge_channel(namespace["frame"], os.urandom(16).hex(), 0)["message"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("ending", "reason"),
+    [
+        ("forge()\nraise AssertionError('wrong answer')\n", "2 frames"),
+        ("forge()\nos._exit(0)\n", "token"),
+        ("forge()\nimport signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "token"),
+        ("forge(b'\\x00\\x00')\nraise SystemExit(1)\n", "rejected"),
+        ("if os.fork() == 0:\n    forge()\n    os._exit(0)\nos.wait()\nassert False\n", "2 frames"),
+        ("for _ in range(32):\n    forge(b'\\x00' * 65536)\n", "rejected"),
+    ],
+    ids=["then-raise", "then-os-exit-0", "then-sigkill", "garbage-then-fail", "forked-child-forges", "flood-then-pass"],
+)
+@pytest.mark.parametrize("limits", MODES)
+def test_forged_passed_frames_do_not_pass(ending: str, reason: str, limits: Limits) -> None:
+    result = run(FORGE + ending, limits)
+    assert result.status == "failed" and "result channel rejected" in result.message and reason in result.message, result.message
+
+
+# --- processes -------------------------------------------------------------------------------------------
+DAEMON = """
+import os, sys, time
+child = os.fork()
+if child == 0:
+    os.setsid()
+    if os.fork() == 0:
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(quiet, fd)
+        os.execve(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)', {tag!r}], {{}})
+    os._exit(0)
+os.waitpid(child, 0)
+def running():
+    for entry in os.listdir('/proc'):
+        try:
+            if entry.isdigit() and {tag!r}.encode() in open(f'/proc/{{entry}}/cmdline', 'rb').read():
+                return True
+        except OSError:
+            pass
+for _ in range(500):
+    if running():
+        raise SystemExit('daemon started')
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("limits", MODES)
+def test_setsid_daemon_with_a_cleared_environment_dies(limits: Limits, tmp_path: Path) -> None:
+    tag = f"lmms-sbx-daemon-{uuid.uuid4().hex}"
+    control = bare(DAEMON.format(tag=tag), tmp_path)
+    survivors = leftover_processes(tag)
+    for pid in survivors:
+        os.kill(pid, 9)
+    assert control.returncode == 1 and "daemon started" in control.stderr and survivors  # bare, it outlives its program
+    tag = f"lmms-sbx-daemon-{uuid.uuid4().hex}"
+    result = run(DAEMON.format(tag=tag), limits)
+    assert result.status == "failed" and result.message == "daemon started"
+    assert leftover_processes(tag) == []
+
+
+@pytest.mark.parametrize("limits", [LIMITS, FALLBACK_BOMB], ids=["namespaces", "fallback"])
+def test_fork_bomb_is_contained(limits: Limits) -> None:
+    result = run("import os\nwhile True:\n    os.fork()\n", limits)
     assert result.status in ("failed", "timeout")
     # a bomb that swallows fork errors keeps trying until the deadline; still contained
-    result = run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
+    result = run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", limits)
     assert result.status in ("failed", "timeout")
 
 
-def test_fork_bomb_that_leaves_its_session_is_swept() -> None:
-    source = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\ntime.sleep(0.2)\nassert False\n"
-    result = run(source)
-    assert result.status == "failed"
+@pytest.mark.parametrize("limits", [Limits(**{**LIMITS.as_json(), "cgroup": False}), FALLBACK_BOMB], ids=["namespaces-no-cgroup", "fallback"])
+def test_fork_bomb_loses_no_other_verdict(limits: Limits, tmp_path: Path) -> None:
+    bombs = ["import os\nwhile True:\n    os.fork()\n", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"]
+    ordinary = [f"assert {i} * 2 == {i * 2 if i % 2 else i * 2 + 1}\n" for i in range(10)]
+    with SandboxPool(limits, workers=2, use_cache=False, progress=False, tmp_root=SBX_ROOT) as pool:
+        pool.marker = MARKER + "bomb"
+        futures = [pool.submit(s) for s in [bombs[0], *ordinary[:5], bombs[1], *ordinary[5:]]]
+        results = [f.result() for f in futures]
+    assert [r.passed for r in results] == [False] + [bool(i % 2) for i in range(5)] + [False] + [bool(i % 2) for i in range(5, 10)]
+    assert all(r.status != "error" for r in results), [r.message for r in results if r.status == "error"]
+    if limits.namespaces:  # the kernel's per-namespace task count did it, not a cgroup
+        assert not any(r.pids_cgroup for r in results)
+
+
+def test_sixty_four_threads_run_and_the_limit_is_configurable() -> None:
+    threads = """
+import threading
+barrier = threading.Barrier(65)
+workers = [threading.Thread(target=barrier.wait) for _ in range(64)]
+for w in workers:
+    w.start()
+barrier.wait()
+for w in workers:
+    w.join()
+"""
+    result = run_program(threads, LIMITS, tmp_root=SBX_ROOT)
+    assert result.passed, result
+    result = run(threads, Limits(timeout=2.0, max_processes=16))
+    assert result.status == "failed" and "thread" in result.message
 
 
 def test_infinite_loop_times_out() -> None:
@@ -66,8 +573,7 @@ def test_swallowed_timer_is_killed_at_the_hard_deadline() -> None:
 @pytest.mark.parametrize("source", ["x = bytearray(64 << 30)\n", "chunks = []\nwhile True:\n    chunks.append(bytearray(256 << 20))\n"])
 def test_memory_bomb_fails(source: str) -> None:
     # a huge allocation fails at once (RLIMIT_AS); filling pages may hit the 2 s timer first
-    result = run(source)
-    assert result.status in ("failed", "timeout")
+    assert run(source).status in ("failed", "timeout")
 
 
 def test_output_flood_is_capped() -> None:
@@ -76,41 +582,14 @@ def test_output_flood_is_capped() -> None:
     assert len(result.stdout) <= LIMITS.output_cap and len(result.fd_output.encode()) <= LIMITS.output_cap
 
 
-def test_write_outside_the_temp_dir_is_refused(tmp_path: Path) -> None:
-    target = tmp_path / "escaped.txt"
-    result = run(f"open({str(target)!r}, 'w').write('pwned')\n")
-    assert result.status == "failed" and "Permission denied" in result.message
-    assert not target.exists()
-
-
-def test_writes_inside_the_temp_dir_work() -> None:
-    result = run_program(
-        "import os, tempfile\nopen('a.txt', 'w').write('ok')\ntempfile.NamedTemporaryFile().write(b'x')\nassert os.path.exists('a.txt')\n",
-        LIMITS,
-        tmp_root=SBX_ROOT,
-    )
-    assert result.passed, result
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        "import os\nassert os.environ.get('OPENAI_API_KEY') == {secret!r}\n",
-        "data = open('/proc/self/environ', 'rb').read()\nassert {secret!r}.encode() in data\n",
-        "import os\nassert any(v == {secret!r} for v in os.environ.values())\n",
-    ],
-)
-def test_parent_secrets_are_not_in_the_environment(source: str) -> None:
-    assert run(source.format(secret=SECRET)).status == "failed"
-
-
 def test_sys_exit_zero_before_the_asserts_fails() -> None:
     result = run("import sys\nsys.exit(0)\nassert False\n")
     assert result.status == "failed" and result.message == "0"
 
 
-def test_os_exit_zero_fails() -> None:
-    assert run("import os\nos._exit(0)\n").status == "failed"
+@pytest.mark.parametrize("limits", MODES)
+def test_os_exit_zero_fails(limits: Limits) -> None:
+    assert run("import os\nos._exit(0)\n", limits).message == "program process exited with code 0 before finishing"
 
 
 def test_closing_stdout_fails_without_breaking_the_harness() -> None:
@@ -118,42 +597,16 @@ def test_closing_stdout_fails_without_breaking_the_harness() -> None:
     assert result.status == "failed" and "closed file" in result.message
 
 
-def test_killing_the_parent_fails_and_the_parent_survives() -> None:
-    result = run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)\n")
+@pytest.mark.parametrize("limits", MODES)
+def test_killing_the_parent_only_fails_the_program(limits: Limits) -> None:
+    # inside the pid namespace the parent is init, immune to signals from inside; in the fallback Landlock
+    # scopes signals, or (without it) killing the guard fails the program
+    result = run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)\n", limits)
     assert result.status in ("failed", "timeout")
 
 
 def test_killing_itself_fails() -> None:
-    assert run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n").status == "failed"
-
-
-@pytest.mark.parametrize(
-    "connect",
-    [
-        "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'leak')\n",
-        "import _socket\ns = _socket.socket()\ns.connect(('127.0.0.1', {port}))\ns.send(b'leak')\n",
-    ],
-)
-def test_network_connection_is_refused(connect: str) -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        listener.settimeout(0.5)
-        port = listener.getsockname()[1]
-        accepted: list[object] = []
-
-        def accept() -> None:
-            try:
-                accepted.append(listener.accept())
-            except OSError:
-                pass
-
-        thread = threading.Thread(target=accept)
-        thread.start()
-        result = run(connect.format(port=port))
-        thread.join()
-    assert result.status == "failed"
-    assert accepted == [], "the sandboxed program reached the listener"
+    assert run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n").message == "killed by signal SIGKILL"
 
 
 def test_the_pool_survives_hostile_programs_and_keeps_working(tmp_path: Path) -> None:
@@ -167,7 +620,6 @@ def test_the_pool_survives_hostile_programs_and_keeps_working(tmp_path: Path) ->
         pool.marker = MARKER + "pool"
         results = [f.result() for f in [pool.submit(source) for source in hostile + ["assert sum(range(4)) == 6\n"]]]
     assert [r.passed for r in results] == [False, False, False, False, True]
-    assert sandboxed_pids(MARKER) == []
 
 
 def test_official_exec_semantics() -> None:
@@ -181,33 +633,125 @@ def test_official_exec_semantics() -> None:
     assert run(slow).status == "timeout"
     # stdin is closed; reading raises, as officially
     assert run("input()\n").status == "failed"
+    # a syntax error is the program's failure (str of the exception), not a harness error
+    result = run("def f(:\n")
+    assert result.status == "failed" and "invalid syntax" in result.message
 
 
-# --- the same defences where the kernel offers less: no pids cgroup (not root), no Landlock -------------
-FALLBACK = Limits(timeout=2.0, output_cap=1024, cgroup=False, landlock=False)
+# --- failures to start -----------------------------------------------------------------------------------
+class _FailingPopen:
+    """subprocess.Popen that raises BlockingIOError (EAGAIN) for the chosen sandbox starts."""
+
+    def __init__(self, fail_calls: set[int]) -> None:
+        self.fail_calls, self.calls, self.real = fail_calls, 0, subprocess.Popen
+
+    def __call__(self, command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        if sandbox.CHILD_BOOTSTRAP in command:
+            self.calls += 1
+            if self.calls in self.fail_calls:
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+        return self.real(command, **kwargs)  # type: ignore[call-overload]
 
 
-def run_fallback(source: str):
-    result = run_program(source, FALLBACK, marker=f"{MARKER}-{os.urandom(4).hex()}", tmp_root=SBX_ROOT)
-    assert not result.passed, result
-    assert not result.pids_cgroup  # the fallback path really ran without a pids cgroup
-    return result
+@pytest.mark.parametrize("fail_calls", [{4, 5}, {4, 5, 6}], ids=["fails-once-then-retried", "fails-twice"])
+def test_eagain_mid_batch_fails_one_program_and_keeps_the_batch(fail_calls: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # one worker: program k runs in the spare started by start #k+1 and starts #k+2; start #4 (program 3's
+    # spare) fails, so program 3 starts afresh (#5) and, when that fails too, retries once (#6)
+    popen = _FailingPopen(fail_calls)
+    monkeypatch.setattr(sandbox.subprocess, "Popen", popen)
+    programs = [f"assert {i} % 2 == 0\n" for i in range(6)]
+    with SandboxPool(LIMITS, workers=1, use_cache=False, progress=False, tmp_root=SBX_ROOT) as pool:
+        results = [pool.submit(p).result() for p in programs]
+    assert len(results) == len(programs)
+    for index, result in enumerate(results):
+        if index == 3 and len(fail_calls) == 3:
+            assert result.status == "error" and not result.passed and result.attempts == 2
+            assert "BlockingIOError" in result.message and "failed twice" in result.message
+        else:
+            assert result.passed == (index % 2 == 0), result
+            assert result.attempts == (2 if index == 3 else 1)
 
 
-def test_fallback_fork_bomb_is_contained_by_the_watchdog() -> None:
-    assert run_fallback("import os\nwhile True:\n    os.fork()\n").status in ("failed", "timeout")
+def test_eagain_in_evaluate_programs_returns_one_verdict_per_program(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from lmms_tasks.utils.humaneval_v import execution
+
+    monkeypatch.setenv(execution.OPT_IN_ENV, "1")
+    monkeypatch.setattr(sandbox.subprocess, "Popen", _FailingPopen({4, 5, 6}))
+    monkeypatch.setattr(execution, "SandboxPool", lambda *a, **k: SandboxPool(*a, **{**k, "tmp_root": SBX_ROOT}))
+    programs = [f"def solution():\n    return {i}\n\nassert solution() % 2 == 0\n" for i in range(6)]
+    batch = execution.evaluate_programs("hostile_eagain", programs, workers=1, cache_dir=tmp_path, progress=False)
+    assert len(batch.verdicts) == 6
+    assert [v.passed for v in batch.verdicts] == [True, False, True, False, True, False]
+    assert sum(v.status == "error" and "could not start" in v.result for v in batch.verdicts) == 1
+
+
+def test_missing_interpreter_fails_that_program_with_the_reason() -> None:
+    result = run_program("assert True\n", LIMITS, python="/nonexistent/python3", tmp_root=SBX_ROOT)
+    assert result.status == "error" and not result.passed and result.attempts == 2
+    assert "FileNotFoundError" in result.message
+
+
+# --- the fallback ----------------------------------------------------------------------------------------
+def test_fallback_warns_once_and_records_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "_warned", set())
+    messages: list[str] = []
+    sink = logger.add(lambda message: messages.append(str(message)), level="WARNING")
+    try:
+        results = [run_program("assert True\n", FALLBACK, tmp_root=SBX_ROOT) for _ in range(2)]
+    finally:
+        logger.remove(sink)
+    assert all(r.passed for r in results)
+    assert all(r.isolation_missing == "namespaces: disabled by configuration (Limits.namespaces=False)" for r in results)
+    assert all("private-filesystem" not in r.confinement and "python-socket-guard" in r.confinement for r in results)
+    warnings = [m for m in messages if "kernel isolation unavailable" in m]
+    assert len(warnings) == 1 and "namespaces" in warnings[0]
+    assert run_program("assert True\n", LIMITS, tmp_root=SBX_ROOT).isolation_missing == ""
+
+
+def test_fallback_python_level_network_guard() -> None:
+    assert "network access is disabled" in run("import socket\nsocket.create_connection(('127.0.0.1', 9))\n", FALLBACK).message
 
 
 def test_fallback_session_leaver_is_swept() -> None:
     source = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\ntime.sleep(0.2)\nassert False\n"
-    assert run_fallback(source).status == "failed"
+    assert run(source, FALLBACK).status == "failed"
 
 
-def test_fallback_killing_the_parent_only_fails_the_program() -> None:
-    # without Landlock's signal scope the program can kill its guard: the caller then reports a failure
-    result = run_fallback("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)\n")
-    assert result.status == "failed"
+def test_concurrent_sandboxes_do_not_see_each_other() -> None:
+    # two programs at once: each sees only its own two processes (init and itself)
+    source = "import os, time\ntime.sleep(0.3)\nassert {p for p in os.listdir('/proc') if p.isdigit()} == {'1', '2'}\n"
+    results: list[sandbox.ExecResult] = []
+    threads = [threading.Thread(target=lambda: results.append(run_program(source, LIMITS, tmp_root=SBX_ROOT))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.passed for r in results] == [True, True], results
 
 
-def test_fallback_python_level_network_guard() -> None:
-    assert "network access is disabled" in run_fallback("import socket\nsocket.create_connection(('127.0.0.1', 9))\n").message
+REFUSED_EVALUATOR = r"""
+import json, sys
+from lmms_tasks.utils.sandbox import Limits, run_program
+sources = ['assert 1 + 1 == 2\n', 'assert 1 + 1 == 3, "wrong"\n', 'import os\nos._exit(0)\n']
+results = [run_program(s, Limits(timeout=2.0), marker=sys.argv[1], tmp_root=sys.argv[2]).to_json() for s in sources]
+print(json.dumps(results))
+"""
+
+
+def test_fallback_when_the_kernel_refuses_namespaces() -> None:
+    """A real refusal: an evaluator in a user namespace whose max_user_namespaces is 0 (as a container's
+    sysctl or seccomp profile would do). Verdicts stay right, the reason is recorded, one warning."""
+    script = f"echo 0 > /proc/sys/user/max_user_namespaces && exec {sys.executable} -c \"$0\" \"$@\""
+    command = ["unshare", "--user", "--map-user=4242", "--map-group=4242", "--keep-caps", "sh", "-c", script, REFUSED_EVALUATOR]
+    done = subprocess.run([*command, f"{MARKER}-refused", str(SBX_ROOT)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [sandbox.ExecResult.from_json(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+    assert [(r.status, r.message) for r in results] == [
+        ("passed", "passed"),
+        ("failed", "wrong"),
+        ("failed", "program process exited with code 0 before finishing"),
+    ]
+    for result in results:
+        assert result.isolation_missing == "namespaces: OSError: unshare(user, pid, net, mount, ipc, uts): No space left on device"
+        assert "private-filesystem" not in result.confinement
+    assert done.stderr.count("kernel isolation unavailable") == 1, done.stderr

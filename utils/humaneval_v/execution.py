@@ -81,8 +81,10 @@ def evaluate_programs(
     workers: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    hide_paths: Sequence[str] = (),
 ) -> ExecutionBatch:
-    """Gate and execute every program; memoized by (task, programs, limits)."""
+    """Gate and execute every program; memoized by (task, programs, limits). `hide_paths` (e.g. the run's
+    output directory) are never shown to programs, on top of the sandbox's defaults (home, caches)."""
     require_opt_in(task)
     memo_key = content_key({"task": task, "programs": list(programs), "limits": limits.as_json()})
     with _memo_lock:
@@ -95,7 +97,8 @@ def evaluate_programs(
     futures: dict[int, Any] = {}
     gate_s = 0.0
     # Programs start executing as soon as their gate batch is known: linting overlaps execution.
-    with SandboxPool(limits, workers=workers, cache_dir=root / "sandbox", progress=progress, desc=f"{task}: executing") as pool:
+    hide = (str(root), *(str(p) for p in hide_paths if p))
+    with SandboxPool(limits, workers=workers, cache_dir=root / "sandbox", progress=progress, desc=f"{task}: executing", hide=hide) as pool:
         for indices, found in gate.iter_pylint_errors(programs, cache_dir=str(root / "pylint")):
             for index, messages in zip(indices, found):
                 errors[index] = messages
@@ -113,6 +116,8 @@ def evaluate_programs(
         "passed": sum(v.passed for v in verdicts),
         "timeouts": sum(v.status == "timeout" for v in verdicts),
         "exec_cache_hits": sum(r.cached for r in results.values()),
+        "sandbox_errors": sum(r.status == "error" for r in results.values()),
+        "isolation_missing": sorted({r.isolation_missing for r in results.values() if r.isolation_missing}),
         "workers": workers,
         "timeout_s": limits.timeout,
         "pylint": gate.pylint_version(),

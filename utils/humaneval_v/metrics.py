@@ -49,7 +49,7 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
         raise ItemError(f"HumanEval-V aggregation mixes tasks {sorted(tasks)}")
     task = tasks.pop()
     programs = [p for i in checked for p in i["programs"]]
-    batch = evaluate_programs(task, programs)
+    batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else ())
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
     records = []
     cursor = 0
