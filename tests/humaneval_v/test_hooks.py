@@ -168,3 +168,18 @@ def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytes
 def test_bad_item_names_the_problem() -> None:
     with pytest.raises(ValueError, match="task/qid/programs"):
         hooks.agg_pass_at_1([{"qid": "q1"}])
+
+
+def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_tasks.utils import run_status
+    from lmms_tasks.utils.humaneval_v import metrics
+
+    items = [hooks.process_results(d, ["no code"])["pass@1"] for d in docs("humaneval_v_v2c")]
+    verdicts = [execution.ProgramVerdict(False, "failed", False, "failed") for _ in items]
+    verdicts[2] = execution.ProgramVerdict(False, "sandbox could not start: BlockingIOError (failed twice)", False, "error")
+    monkeypatch.setattr(metrics, "evaluate_programs", lambda task, programs, **kw: execution.ExecutionBatch(verdicts))
+    run_status.clear()
+    assert hooks.agg_pass_at_1(items) == 0.0  # still scored (the program counts as failed)...
+    (fault,) = run_status.faults("humaneval_v_v2c")  # ...but the run's exit status will say it is incomplete
+    assert fault.code == run_status.EXIT_INCOMPLETE and "qid 'q2-2' sample 0" in fault.message and "BlockingIOError" in fault.message
+    run_status.clear()

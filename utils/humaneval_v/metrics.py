@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_tasks.utils import run_status
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_mean, pass_at_k_score
 
@@ -70,6 +71,14 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
                 }
             )
     write_records(output_dir, task, records, {"task": task, **batch.summary})
+    failed = [r for r in records if r["status"] == "error"]
+    if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
+        named = ", ".join(f"qid {r['qid']!r} sample {r['sample_index']}" for r in failed[:10])
+        run_status.record_incomplete(
+            task,
+            f"{len(failed)} program(s) could not be executed by the sandbox ({failed[0]['result'][:200]}): {named}"
+            f"{' ...' if len(failed) > 10 else ''}; they count as failed. Re-run `python -m lmms_tasks score` on the samples file.",
+        )
     return Scored(
         task=task,
         passed_by_qid=dict(passed_by_qid),
