@@ -22,6 +22,7 @@ def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
     return work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)
 
 
+
 @pytest.fixture
 def stand_in() -> Iterator[StandInServer]:
     """A fresh stand-in server on 127.0.0.1 answering "" unless scripted."""

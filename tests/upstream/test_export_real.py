@@ -21,7 +21,7 @@ import lmms_eval
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.testing.demo import DEMO_ENV
+from lmms_tasks.utils.testing.demo import DEMO_ENV, DEMO_MODELS, DemoOutcome
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 from lmms_tasks.utils.upstream.cli import export
@@ -147,8 +147,12 @@ def _same(a: Any, b: Any) -> bool:
 
 
 @pytest.mark.e2e
-def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, tmp_path: Path) -> None:
+def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, tmp_path: Path, demo_two_models: tuple[Path, DemoOutcome]) -> None:
+    """The exported tasks, run without --include_path, against the session demo's runs through
+    --include_path (its first model: the same fixtures and scripted replies)."""
     ours = set(_our_index())
+    _, demo = demo_two_models
+    through_include_path = {run.output_dir.name: run for run in demo.runs_of(DEMO_MODELS[0])}
     compared: list[str] = []
     n_values = 0
     with StandInServer(default_reply="") as server:
@@ -164,19 +168,15 @@ def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, 
             modules[benchmark] = module
         assert modules, "no benchmark has fixtures"
         for benchmark, module in modules.items():
-            previous: dict[str, RunResult | None] = {"include_path": None, "exported": None}
+            previous: RunResult | None = None
             for stage, tasks in enumerate(getattr(module, "DEMO_STAGES", [[benchmark]])):
-                runs = {}
-                for mode in ("include_path", "exported"):
-                    work = tmp_path / mode
-                    env = offline_env(server.base_url, work, data_env=data_env, extra=DEMO_ENV)
-                    if hasattr(module, "stage_env"):
-                        env.update(module.stage_env(stage, previous[mode]))
-                    if mode == "exported":
-                        env = site.env(env)
-                    include = None if mode == "include_path" else ""
-                    runs[mode] = run_lmms_eval(tasks, server.base_url, work / f"{benchmark}_{stage}", env=env, include_path=include).check()
-                    previous[mode] = runs[mode]
+                work = tmp_path / "exported"
+                env = offline_env(server.base_url, work, data_env=data_env, extra=DEMO_ENV)
+                if hasattr(module, "stage_env"):
+                    env.update(module.stage_env(stage, previous))
+                runs = {"include_path": through_include_path[f"{benchmark}_{stage}"]}
+                runs["exported"] = run_lmms_eval(tasks, server.base_url, work / f"{benchmark}_{stage}", env=site.env(env), include_path="").check()
+                previous = runs["exported"]
                 assert "--include_path" not in runs["exported"].command and "--include_path" in runs["include_path"].command
                 via_include = _numeric_metrics(runs["include_path"], ours)
                 via_export = _numeric_metrics(runs["exported"], ours)

@@ -51,6 +51,12 @@ class DemoOutcome:
     requests: list[RecordedRequest] = field(default_factory=list)
     run_dirs: dict[str, Path] = field(default_factory=dict)  # model -> the directory holding its runs
 
+    def runs_of(self, model: str) -> list[RunResult]:
+        """The runs of one stand-in model, in order (with one model: all of them)."""
+        if len(self.run_dirs) <= 1:
+            return list(self.runs)
+        return [run for run in self.runs if run.output_dir.parent == self.run_dirs[model]]
+
 
 def run_demo(
     benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1
