@@ -65,7 +65,8 @@ def test_two_process_run_really_used_two_ranks(outcomes: dict[int, DemoOutcome])
 def test_judge_work_is_done_once_per_item(outcomes: dict[int, DemoOutcome]) -> None:
     judged = {}
     for n, outcome in outcomes.items():
-        judged[n] = [r.content_key for r in outcome.requests if r.model == STAND_IN_JUDGE]
+        # answered requests only: the second model's scripted HTTP 500 is retried, by design
+        judged[n] = [r.content_key for r in outcome.requests if r.model == STAND_IN_JUDGE and r.status == 200]
         assert judged[n], f"no judge requests in the {n}-process run"
         assert max(Counter(judged[n]).values()) == 1, f"{n}-process run sent a judge request twice"
     # the 2-process run judged exactly what the 1-process run judged for the same model (the 1-process demo

@@ -6,7 +6,8 @@ over our tasks and prints lmms-eval's results tables. Nothing leaves 127.0.0.1.
 
 A fixture module may define `DEMO_STAGES` (lists of task/group names run one after another, default one
 stage with the benchmark's group) and `stage_env(stage, previous)` (extra environment for a stage, given the
-previous stage's RunResult, e.g. the samples file a second stage reads).
+previous stage's RunResult, e.g. the samples file a second stage reads). Stage *i* of every benchmark runs
+in one lmms-eval invocation (`stages()`), so the demo costs one start-up per stage, not per benchmark.
 
 With `--models 2` a second stand-in model (`stand-in-vlm-b`, scripted by each fixture module's
 `script_demo_second_model`, with different replies) runs every stage too, each model into its own
@@ -23,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lmms_tasks import BENCHMARKS
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, RunResult, offline_env, run_lmms_eval
@@ -58,6 +60,21 @@ class DemoOutcome:
         return [run for run in self.runs if run.output_dir.parent == self.run_dirs[model]]
 
 
+def stages(modules: dict[str, Any]) -> list[list[str]]:
+    """Stage i of the demo: stage i of every benchmark's `DEMO_STAGES` (default: its group), in one run."""
+    per_benchmark = [getattr(module, "DEMO_STAGES", [[benchmark]]) for benchmark, module in modules.items()]
+    return [[task for stages_of in per_benchmark if i < len(stages_of) for task in stages_of[i]] for i in range(max(map(len, per_benchmark)))]
+
+
+def stage_env(modules: dict[str, Any], stage: int, previous: RunResult | None) -> dict[str, str]:
+    """The extra environment every benchmark asks for at this stage (given the previous stage's run)."""
+    env: dict[str, str] = {}
+    for module in modules.values():
+        if hasattr(module, "stage_env"):
+            env.update(module.stage_env(stage, previous))
+    return env
+
+
 def run_demo(
     benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1
 ) -> DemoOutcome:
@@ -87,22 +104,23 @@ def run_demo(
         for name in names:
             root = work_dir / "results" / name if models > 1 else work_dir / "results"
             outcome.run_dirs[name] = root
-            for benchmark, module in modules.items():
-                previous: RunResult | None = None
-                for stage, tasks in enumerate(getattr(module, "DEMO_STAGES", [[benchmark]])):
-                    stage_env = dict(env)
-                    if hasattr(module, "stage_env"):
-                        stage_env.update(module.stage_env(stage, previous))
-                    started = time.monotonic()
-                    say(f"\n=== {name}, {benchmark}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
-                    result = run_lmms_eval(
-                        tasks, server.base_url, root / f"{benchmark}_{stage}", env=stage_env, num_processes=num_processes, model_version=name
-                    )
-                    result.check()
-                    say(_tables(result))
-                    say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
-                    runs.append(result)
-                    previous = result
+            previous: RunResult | None = None
+            for stage, tasks in enumerate(stages(modules)):
+                started = time.monotonic()
+                say(f"\n=== {name}: lmms-eval --tasks {','.join(tasks)} ===", flush=True)
+                result = run_lmms_eval(
+                    tasks,
+                    server.base_url,
+                    root / f"stage_{stage}",
+                    env={**env, **stage_env(modules, stage, previous)},
+                    num_processes=num_processes,
+                    model_version=name,
+                )
+                result.check()
+                say(_tables(result))
+                say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
+                runs.append(result)
+                previous = result
         outcome.requests = list(server.requests)
         say(f"\nstand-in server answered {len(server.requests)} requests "
               f"({len(server.requests_for(model='stand-in-judge'))} of them as the judge)")
