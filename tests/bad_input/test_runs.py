@@ -11,8 +11,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pytest
@@ -94,18 +93,20 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     assert "HTTP 401" in records and "[REDACTED]" in records
 
 
-def test_score_warns_about_a_samples_file_cut_at_a_line_boundary(tmp_path: Path) -> None:
-    fixtures = vlm2_fixture.write(tmp_path / "data")
-    with StandInServer(default_reply="T") as server:
-        env = offline_env(server.base_url, tmp_path, fixtures.env)
-        run = run_lmms_eval(["vlm2_bench_oc_cpr"], server.base_url, tmp_path / "out", env=env).check()
-        samples = next(run.results_path.parent.glob("*_samples_vlm2_bench_oc_cpr.jsonl"))
-        lines = samples.read_text(encoding="utf-8").splitlines()
-        samples.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")  # cut at a line boundary
-        score = subprocess.run(
-            [sys.executable, "-m", "lmms_tasks", "score", str(samples)], env=env, capture_output=True, text=True, timeout=300, check=False
-        )
-    assert score.returncode == 0, score.stderr[-2000:]
-    assert f"holds {len(lines) - 2} of {len(lines)} samples" in score.stderr
+def test_score_warns_about_a_samples_file_cut_at_a_line_boundary(
+    tmp_path: Path, demo_two_models: tuple[Path, object], capsys: pytest.CaptureFixture
+) -> None:
+    from lmms_tasks.utils.rescore import main as score
+    from lmms_tasks.utils.testing.demo import DEMO_MODELS
+
+    _, demo = demo_two_models
+    run = demo.runs_of(DEMO_MODELS[0])[0]  # a real run's files: its samples file and the results file beside it
+    original = next(run.results_path.parent.glob("*_samples_vlm2_bench_oc_cpr.jsonl"))
+    samples = tmp_path / original.name
+    shutil.copy(run.results_path, tmp_path / run.results_path.name)
+    lines = original.read_text(encoding="utf-8").splitlines()
+    samples.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")  # cut at a line boundary
+    assert score([str(samples)]) == 0
+    assert f"holds {len(lines) - 2} of {len(lines)} samples" in capsys.readouterr().err
     report = json.loads(samples.with_name(f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     assert (report["n_samples"], report["n_expected"]) == (len(lines) - 2, len(lines))
