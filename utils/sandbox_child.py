@@ -237,11 +237,10 @@ def build_filesystem(settings: dict, fds: dict[str, int], work_dir: str) -> list
     for link, target in settings["links"]:
         _makedirs(os.path.dirname(new_root + link))
         os.symlink(target, new_root + link)
-    # the private /tmp and /dev/shm first: a bind below them (a virtual environment or checkout under /tmp)
-    # must lie on top of them, not be covered by them
-    for private in ("/tmp", "/dev/shm"):
-        _makedirs(new_root + private)
-        _mount("tmpfs", new_root + private, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=1777,size={cap}")
+    # the private /tmp first: a bind below it (a virtual environment or checkout under /tmp) must lie on top
+    # of it, not be covered by it
+    _makedirs(new_root + "/tmp")
+    _mount("tmpfs", new_root + "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=1777,size={cap}")
     for path in settings["binds"]:
         target = new_root + path
         if os.path.isdir(f"/proc/self/fd/{fds[path]}"):
@@ -261,6 +260,8 @@ def build_filesystem(settings: dict, fds: dict[str, int], work_dir: str) -> list
         _mount(f"/dev/{name}", f"{new_root}/dev/{name}", None, _MS_BIND)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{new_root}/dev/{name}")
+    _makedirs(new_root + "/dev/shm")
+    _mount("tmpfs", new_root + "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=1777,size={cap}")
     _makedirs(new_root + work_dir)
     _mount(f"/proc/self/fd/{fds[work_dir]}", new_root + work_dir, None, _MS_BIND)
     for hidden in settings["hide"]:
