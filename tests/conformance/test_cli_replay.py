@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,31 +36,33 @@ def _as_model_gives_it(reply: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def env_for(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """replay(name, cases module, tasks, extra env) -> (run, judge requests, fixtures): writes the cases'
+    dataset, scripts their replies, runs lmms-eval once; the direct hook calls of the tests then read the
+    same data and caches (set in this process for the module)."""
     with pytest.MonkeyPatch.context() as patch:
 
-        def make(work: Path, server: StandInServer, data_env: dict[str, str], extra: dict[str, str] | None = None) -> dict[str, str]:
-            env = offline_env(server.base_url, work, data_env, extra=extra)
-            for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *data_env, *(extra or {})):
-                patch.setenv(key, env[key])  # the direct hook calls below read the same data and caches
-            return env
+        def run(name: str, cases: Any, tasks: list[str], extra: dict[str, str] | None = None) -> tuple[RunResult, list[Any], Any]:
+            work = tmp_path_factory.mktemp(f"conformance_{name}")
+            fixtures = cases.write(work / "data")
+            with StandInServer(default_reply=None) as server:
+                cases.script(server)
+                env = offline_env(server.base_url, work, fixtures.env, extra=extra)
+                for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *fixtures.env, *(extra or {})):
+                    patch.setenv(key, env[key])
+                result = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
+                judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+            return result, judge_requests, fixtures
 
-        yield make
+        yield run
 
 
 # -- VLM2-Bench ------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def vlm2(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
-    work = tmp_path_factory.mktemp("conformance_vlm2")
-    fixtures = vlm2_cases.write(work / "data")
-    with StandInServer(default_reply=None) as server:
-        vlm2_cases.script(server)
-        env = env_for(work, server, fixtures.env)
-        tasks = [f"vlm2_bench_{s}" for s in vlm2_cases.subtasks()]
-        run = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
-        judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+def vlm2(replay: Any) -> dict[str, Any]:
+    run, judge_requests, fixtures = replay("vlm2", vlm2_cases, [f"vlm2_bench_{s}" for s in vlm2_cases.subtasks()])
     from lmms_tasks.utils.vlm2_bench.data import load_docs
 
     docs = {s: {d["q_id"]: d for d in load_docs(s, fixtures.root)} for s in vlm2_cases.subtasks() if s != "pc_vid"}
@@ -100,13 +101,8 @@ def test_vlm2_bench_video_reply_and_judge(vlm2: dict[str, Any], case: vlm2_cases
 
 
 @pytest.fixture(scope="module")
-def humaneval_v(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
-    work = tmp_path_factory.mktemp("conformance_hev")
-    fixtures = hev_cases.write(work / "data")
-    with StandInServer(default_reply=None) as server:
-        hev_cases.script(server)
-        env = env_for(work, server, fixtures.env, {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
-        run = run_lmms_eval(["humaneval_v_v2c", "humaneval_v_v2c_pass3"], server.base_url, work / "out", env=env).check()
+def humaneval_v(replay: Any) -> dict[str, Any]:
+    run, _, _ = replay("hev", hev_cases, ["humaneval_v_v2c", "humaneval_v_v2c_pass3"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
     from lmms_tasks.utils.humaneval_v import hooks
 
     docs = {d["qid"]: d for d in hooks.make_process_docs("humaneval_v_v2c")(None)}
@@ -148,14 +144,8 @@ def test_humaneval_v_scores_follow_the_cases(humaneval_v: dict[str, Any]) -> Non
 
 
 @pytest.fixture(scope="module")
-def haerae(tmp_path_factory: pytest.TempPathFactory, env_for: Any) -> dict[str, Any]:
-    work = tmp_path_factory.mktemp("conformance_hv")
-    fixtures = hv_cases.write(work / "data")
-    with StandInServer(default_reply=None) as server:
-        hv_cases.script(server)
-        env = env_for(work, server, fixtures.env)
-        run = run_lmms_eval(["haerae_vision"], server.base_url, work / "out", env=env).check()
-        judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+def haerae(replay: Any) -> dict[str, Any]:
+    run, judge_requests, _ = replay("hv", hv_cases, ["haerae_vision"])
     from lmms_tasks.utils.haerae_vision import data
 
     docs = {variant: {hv_cases.case_name(d["question_used"]): d for d in data.load_docs(variant)} for variant in ("original", "explicit")}
