@@ -88,13 +88,15 @@ class DiskCache:
                     return
                 raise
             try:
-                if os.fstat(fd).st_ino != os.stat(lock_path).st_ino:
-                    continue  # the previous holder removed this file after we opened it: take the new one
+                current = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
             except FileNotFoundError:
-                continue
+                current = False
             except BaseException:
                 os.close(fd)
                 raise
+            if not current:  # the previous holder removed this file after we opened it: take the new one
+                os.close(fd)
+                continue
             try:
                 yield True
             finally:
