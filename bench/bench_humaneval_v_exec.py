@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs
 from lmms_tasks.utils.humaneval_v.extraction import post_process
-from lmms_tasks.utils.sandbox import Limits, default_workers, run_program
+from lmms_tasks.utils.services.sandbox import Limits, default_workers, run_program
 
 SIGNATURE = 'def solution(values: list, k: int) -> int:\n    """\n    Combine the values as the diagram shows.\n\n    Parameters:\n    values (list): numbers.\n    k (int): a factor.\n\n    Returns:\n    int: the result.\n    """\n'
 

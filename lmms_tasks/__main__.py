@@ -14,19 +14,19 @@ def _cmd_path(_: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.report import main as report_main
+    from lmms_tasks.utils.commands.report import main as report_main
 
     return report_main(args.rest)
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.rescore import main as rescore_main
+    from lmms_tasks.utils.commands.score import main as rescore_main
 
     return rescore_main(args.rest)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.upstream import main as export_main
+    from lmms_tasks.utils.commands.upstream import main as export_main
 
     return export_main(args.rest)
 
@@ -38,7 +38,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_media_stats(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.media_stats import main as stats_main
+    from lmms_tasks.utils.commands.media_stats import main as stats_main
 
     return stats_main(args.rest)
 

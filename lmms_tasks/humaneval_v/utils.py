@@ -22,7 +22,7 @@ from lmms_tasks.utils.humaneval_v.hooks import (  # noqa: F401 - re-exported for
     make_process_docs,
     process_results,
 )
-from lmms_tasks.utils.responses import KeepRaw  # noqa: F401 - the filter that keeps responses unstripped
+from lmms_tasks.utils.compat.responses import KeepRaw  # noqa: F401 - the filter that keeps responses unstripped
 
 process_docs_humaneval_v_v2c = make_process_docs("humaneval_v_v2c")
 process_docs_humaneval_v_v2c_pass3 = make_process_docs("humaneval_v_v2c_pass3")

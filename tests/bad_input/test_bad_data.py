@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.run_status import StopEvaluation
+from lmms_tasks.utils.services.status import StopEvaluation
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.run_status import EXIT_FAILED, EXIT_INCOMPLETE
+from lmms_tasks.utils.services.status import EXIT_FAILED, EXIT_INCOMPLETE
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
@@ -96,7 +96,7 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
 def test_score_warns_about_a_samples_file_cut_at_a_line_boundary(
     tmp_path: Path, demo_two_models: tuple[Path, object], capsys: pytest.CaptureFixture
 ) -> None:
-    from lmms_tasks.utils.rescore import main as score
+    from lmms_tasks.utils.commands.score import main as score
     from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
     _, demo = demo_two_models

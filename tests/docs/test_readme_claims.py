@@ -79,7 +79,7 @@ def registered() -> dict[str, str]:
 
 
 def test_every_task_named_exists_and_every_task_is_named() -> None:
-    from lmms_tasks.utils.report.sections import PLOT_NAMES
+    from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 
     not_tasks = set(PLOT_NAMES) | {m for metrics in yaml_metrics().values() for m in metrics}  # names sharing our prefixes
     assert {"haerae_vision_gap", "humaneval_v_passk"} <= not_tasks
@@ -134,7 +134,7 @@ def test_metrics_table_lists_exactly_the_keys_of_a_real_run(real_keys: dict[str,
 
 def yaml_metrics() -> dict[str, set[str]]:
     """Metric names per benchmark, from the task YAMLs' metric_list and the groups' aggregate_metric_list."""
-    from lmms_tasks.utils.taskconfig import task_config
+    from lmms_tasks.utils.services.taskconfig import task_config
 
     found: dict[str, set[str]] = {b: set() for b in BENCHMARKS}
     for name, kind in registered().items():
@@ -168,7 +168,7 @@ METRIC_LIKE = re.compile(r"(?:pass@\d\w*|[a-z][a-z0-9_]*_(?:acc|accuracy|score|s
 
 
 def test_metric_names_and_keys_in_the_readmes_exist(real_keys: dict[str, set[str]]) -> None:
-    from lmms_tasks.utils.report.sections import PLOT_NAMES
+    from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 
     vocabulary = {m for metrics in yaml_metrics().values() for m in metrics}
     all_keys = set().union(*real_keys.values())
@@ -234,7 +234,7 @@ def package_sources() -> list[Path]:
 def variables_read_by_our_code() -> set[str]:
     """Our variables (any string literal with our prefixes in the package, and the judge's composed names),
     the scripts' variables, and the other tools' variables our code reads with `.get`/`getenv`/`environ[]`."""
-    from lmms_tasks.utils import judge
+    from lmms_tasks.utils.services import judge
 
     found = {judge.ENV_PREFIX + suffix for suffix, _ in judge._FIELDS.values()}
     for path in package_sources():
@@ -298,7 +298,7 @@ def test_media_stats_substitutions_run_without_the_code_execution_opt_in(tmp_pat
     import importlib
     import os
 
-    from lmms_tasks.utils.media_stats import main as media_stats_main
+    from lmms_tasks.utils.commands.media_stats import main as media_stats_main
 
     env = {k: v for k, v in os.environ.items() if k != "HUMANEVAL_V_ALLOW_CODE_EXECUTION"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` = this environment's, as after activating it

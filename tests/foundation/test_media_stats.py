@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lmms_tasks.utils.media_stats import count_images, media_stats
+from lmms_tasks.utils.commands.media_stats import count_images, media_stats
 from lmms_tasks.utils.testing.fixtures import haerae_vision
 
 

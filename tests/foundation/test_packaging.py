@@ -103,7 +103,7 @@ def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"lmms_tasks"}
     for required in (
-        "lmms_tasks/utils/resources/prompts_exact.json",
+        "lmms_tasks/utils/services/resources/prompts_exact.json",
         "lmms_tasks/yaml_templates/manifest_source",
         *(f"lmms_tasks/{b}/_source.jsonl" for b in BENCHMARKS),
         *(f"lmms_tasks/{b}/README.md" for b in BENCHMARKS),
@@ -117,7 +117,7 @@ def test_regular_install_loads_every_task_config_from_another_directory(wheel: P
     zipfile.ZipFile(wheel).extractall(target)
     probe = r"""
 import json, os, sys
-import lmms_tasks, lmms_tasks.utils.data
+import lmms_tasks, lmms_tasks.utils.services.data
 from lmms_eval.tasks import TaskManager
 from lmms_eval.utils import load_yaml_config
 root = lmms_tasks.tasks_path()
@@ -127,7 +127,7 @@ for name, entry in index.items():
     if entry["type"] == "task":
         config = load_yaml_config(entry["yaml_path"], mode="full")
         loaded[name] = sorted(k for k, v in config.items() if callable(v))
-print(json.dumps({"pkg": lmms_tasks.__file__, "utils": lmms_tasks.utils.data.__file__, "root": root, "loaded": loaded}))
+print(json.dumps({"pkg": lmms_tasks.__file__, "utils": lmms_tasks.utils.services.data.__file__, "root": root, "loaded": loaded}))
 """
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils import prompts
+from lmms_tasks.utils.services import prompts
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "prompts_exact.json"
 PACKAGED = Path(prompts.__file__).parent / "resources" / "prompts_exact.json"

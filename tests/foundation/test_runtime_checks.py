@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_tasks.utils.runtime_checks import model_args_warnings
+from lmms_tasks.utils.services.model_args import model_args_warnings
 
 TASK = "vlm2_bench_gc_mat"  # official max_new_tokens 512
 

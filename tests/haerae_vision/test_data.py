@@ -7,7 +7,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.haerae_vision import data
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from lmms_tasks.utils import judge
-from lmms_tasks.utils.rescore import rescore
+from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.commands.score import rescore
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
@@ -71,7 +71,7 @@ def _template() -> str:
     reference = Path(__file__).resolve().parents[3] / "shared" / "reference" / "prompts_exact.json"
     if reference.is_file():
         return json.loads(reference.read_text(encoding="utf-8"))["haerae/judge/prompt_template"]["text"]
-    from lmms_tasks.utils.prompts import prompt
+    from lmms_tasks.utils.services.prompts import prompt
 
     return prompt("haerae/judge/prompt_template")
 

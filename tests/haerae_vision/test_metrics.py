@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils import judge
+from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.haerae_vision import metrics
 from lmms_tasks.utils.haerae_vision.judging import template
-from lmms_tasks.utils.run_status import StopEvaluation
+from lmms_tasks.utils.services.status import StopEvaluation
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE = "stand-in-judge"

@@ -10,7 +10,7 @@ import lmms_eval
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 
 NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision")
 COMMON_METRICS = ["haerae_vision_score", "judge_failures", "category_scores", "judge_info", "underspec_gap"]

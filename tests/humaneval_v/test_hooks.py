@@ -11,8 +11,8 @@ import pytest
 
 from lmms_tasks.utils.humaneval_v import execution, hooks
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
-from lmms_tasks.utils.prompts import prompt
-from lmms_tasks.utils.run_status import StopEvaluation
+from lmms_tasks.utils.services.prompts import prompt
+from lmms_tasks.utils.services.status import StopEvaluation
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
 
@@ -171,7 +171,7 @@ def test_bad_item_names_the_problem() -> None:
 
 
 def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lmms_tasks.utils import run_status
+    from lmms_tasks.utils.services import status as run_status
     from lmms_tasks.utils.humaneval_v import metrics
 
     items = [hooks.process_results(d, ["no code"])["pass@1"] for d in docs("humaneval_v_v2c")]

@@ -1,4 +1,4 @@
-"""Hostile programs against the shared sandbox (lmms_tasks.utils.sandbox), as a hostile user would write
+"""Hostile programs against the shared sandbox (lmms_tasks.utils.services.sandbox), as a hostile user would write
 them. Each test asserts the specific outcome: the secret is in no output, the outside file keeps its
 mode/owner/mtime/content, the listener the test runs receives nothing, the verdict is a failure with the
 expected reason, and no process or temporary directory is left (autouse fixture).
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils import sandbox
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.sandbox import Limits, SandboxPool, run_program, sandboxed_pids
+from lmms_tasks.utils.services import sandbox
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.sandbox import Limits, SandboxPool, run_program, sandboxed_pids
 
 SECRET = "sk-test-secret-should-never-leak"
 LIMITS = Limits(timeout=2.0, output_cap=1024)
@@ -132,7 +132,7 @@ assert 'sk-evaluator-' in data or 'sk-grandparent-' in data, 'no secret found'
 
 EVALUATOR = r"""
 import json, os, subprocess, sys
-from lmms_tasks.utils.sandbox import Limits, run_program
+from lmms_tasks.utils.services.sandbox import Limits, run_program
 attack = sys.argv[1].replace('EVALUATOR_PID', str(os.getpid())).replace('GRANDPARENT_PID', str(os.getppid()))
 control = subprocess.run([sys.executable, '-c', attack], capture_output=True, text=True, timeout=60)
 result = run_program(attack, Limits(**json.loads(sys.argv[2])), marker=sys.argv[3], tmp_root=sys.argv[4])
@@ -452,7 +452,7 @@ def forge(data=frame):
 
 def test_the_forged_frame_is_well_formed() -> None:
     # keeps the forgery tests meaningful: without the token check, this frame would be accepted
-    from lmms_tasks.utils.sandbox_child import judge_channel, pack_record
+    from lmms_tasks.utils.services.sandbox_child import judge_channel, pack_record
 
     namespace: dict[str, object] = {}
     exec(FORGE, namespace)  # noqa: S102 - defines `record` and `frame`, writes nothing
@@ -731,7 +731,7 @@ def test_concurrent_sandboxes_do_not_see_each_other() -> None:
 
 REFUSED_EVALUATOR = r"""
 import json, sys
-from lmms_tasks.utils.sandbox import Limits, run_program
+from lmms_tasks.utils.services.sandbox import Limits, run_program
 sources = ['assert 1 + 1 == 2\n', 'assert 1 + 1 == 3, "wrong"\n', 'import os\nos._exit(0)\n']
 results = [run_program(s, Limits(timeout=2.0), marker=sys.argv[1], tmp_root=sys.argv[2]).to_json() for s in sources]
 print(json.dumps(results))

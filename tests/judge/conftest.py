@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils import judge
+from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE_ENV = ("MODEL", "BASE_URL", "API_KEY", "API_VERSION", "CONCURRENCY", "TIMEOUT", "MAX_RETRIES", "BACKOFF", "BACKOFF_MAX", "CACHE_DIR", "PROGRESS")
@@ -89,7 +89,7 @@ MINI_UTILS = '''\
 
 import re
 
-from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
+from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
 
 TASK = "{task}"
 PROMPT = "JUDGE THIS. Question: {{q}} Response: {{r}}"

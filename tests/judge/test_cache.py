@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from lmms_tasks.utils.cache import DiskCache, content_key
+from lmms_tasks.utils.services.cache import DiskCache, content_key
 
 
 def test_content_key_is_canonical() -> None:

@@ -14,12 +14,12 @@ import threading
 import time
 from pathlib import Path
 
-from lmms_tasks.utils.cache import DiskCache, compute_once
+from lmms_tasks.utils.services.cache import DiskCache, compute_once
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 SCORER = r"""
 import json, os, sys, time
-from lmms_tasks.utils import judge
+from lmms_tasks.utils.services import judge
 barrier = sys.argv[1]
 while not os.path.exists(barrier):
     time.sleep(0.01)

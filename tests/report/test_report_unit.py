@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.report import ReportDependencyError, write_report
-from lmms_tasks.utils.report import cli as report_cli
-from lmms_tasks.utils.report.runs import ReportInputError, load_runs, metric, model_identity, parse_judge_info, summaries
-from lmms_tasks.utils.report.tables import fmt
+from lmms_tasks.utils.commands.report import ReportDependencyError, write_report
+from lmms_tasks.utils.commands.report import cli as report_cli
+from lmms_tasks.utils.commands.report.runs import ReportInputError, load_runs, metric, model_identity, parse_judge_info, summaries
+from lmms_tasks.utils.commands.report.tables import fmt
 from lmms_tasks.utils.testing import demo as demo_module
 
 VLM2_SUBTASKS = ("gc_mat", "gc_trk", "oc_cpr", "oc_cnt", "oc_grp", "pc_cpr", "pc_cnt", "pc_grp", "pc_vid")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.upstream.sources import SourceTree
+from lmms_tasks.utils.commands.upstream.sources import SourceTree
 
 MINI_FILES: dict[str, str] = {
     "pkg/minipkg/__init__.py": '''

@@ -27,9 +27,9 @@ from lmms_tasks.utils.testing.demo import stage_env as demo_stage_env
 from lmms_tasks.utils.testing.demo import stages as demo_stages
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.upstream.cli import export
-from lmms_tasks.utils.upstream.sources import ExportError, SourceTree, default_tree
-from lmms_tasks.utils.upstream.writer import MANIFEST_PATH
+from lmms_tasks.utils.commands.upstream.cli import export
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
+from lmms_tasks.utils.commands.upstream.writer import MANIFEST_PATH
 
 
 class Site:
@@ -82,7 +82,7 @@ def test_without_include_path_task_manager_lists_every_task_and_group(site: Site
         "from lmms_eval.utils import load_yaml_config\n"
         "index = TaskManager(verbosity='ERROR').task_index\n"
         f"ours = {{k: v for k, v in index.items() if str(v.get('yaml_path', '')).startswith({prefixes!r})}}\n"
-        "from lmms_eval.tasks._task_utils.lmms_tasks.taskconfig import task_yaml_path\n"
+        "from lmms_eval.tasks._task_utils.lmms_tasks.services.taskconfig import task_yaml_path\n"
         "for name, v in ours.items():\n"
         "    load_yaml_config(v['yaml_path'], mode='full')  # imports every !function hook\n"
         "    if v['type'] == 'task':  # per-task settings are read back from the exported YAML\n"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.upstream.cli import checkout_root, export
-from lmms_tasks.utils.upstream.sources import ExportError, SourceTree
-from lmms_tasks.utils.upstream.style import detect_style
+from lmms_tasks.utils.commands.upstream.cli import checkout_root, export
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
+from lmms_tasks.utils.commands.upstream.style import detect_style
 
 EXPECTED_FILES = {
     "lmms_eval/tasks/mybench/__init__.py",
@@ -172,7 +172,7 @@ def test_formatted_export_passes_the_checkouts_tools(mini_tree: SourceTree, fake
 def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
     mini_tree: SourceTree, fake_checkout: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from lmms_tasks.utils.upstream import cli
+    from lmms_tasks.utils.commands.upstream import cli
 
     monkeypatch.setattr(cli, "default_tree", lambda benchmarks=None: mini_tree)
     before = _snapshot(fake_checkout)
@@ -190,7 +190,7 @@ def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
 
 
 def test_entry_point_resolves() -> None:
-    from lmms_tasks.utils.upstream import main
+    from lmms_tasks.utils.commands.upstream import main
 
     assert callable(main)
     out = subprocess.run([sys.executable, "-m", "lmms_tasks", "export-upstream", "--help"], capture_output=True, text=True, check=False)
@@ -198,7 +198,7 @@ def test_entry_point_resolves() -> None:
 
 
 def test_imports_the_checkout_does_not_declare_are_reported(fake_checkout: Path) -> None:
-    from lmms_tasks.utils.upstream.exporter import undeclared_imports
+    from lmms_tasks.utils.commands.upstream.exporter import undeclared_imports
 
     (fake_checkout / "pyproject.toml").write_text('[project]\ndependencies = ["pillow", "PyYAML>=6"]\n[project.optional-dependencies]\nx = ["openai ; python_version>\'3\'"]\n')
     assert undeclared_imports({"PIL", "yaml", "openai", "numpy"}, fake_checkout) == ["numpy (numpy)"]

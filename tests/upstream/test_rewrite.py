@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_tasks.utils.upstream.pyrewrite import rewrite_python
-from lmms_tasks.utils.upstream.sources import ExportError, ModuleMap, SourceTree
+from lmms_tasks.utils.commands.upstream.pyrewrite import rewrite_python
+from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap, SourceTree
 
 SHARED = "lmms_eval.tasks._task_utils.minipkg"
 
@@ -79,14 +79,14 @@ def test_mapping_places_modules(mini_tree: SourceTree) -> None:
     ],
 )
 def test_prose_names_exported_modules(mini_tree: SourceTree, text: str, expected: str, left: list[str]) -> None:
-    from lmms_tasks.utils.upstream.pyrewrite import rewrite_prose
+    from lmms_tasks.utils.commands.upstream.pyrewrite import rewrite_prose
 
     exported = {"minipkg.utils.text", "minipkg.utils.mybench.parse"}
     assert rewrite_prose(text, ModuleMap(mini_tree), lambda module: module in exported) == (expected, left)
 
 
 def test_tests_marked_include_path_only_are_dropped() -> None:
-    from lmms_tasks.utils.upstream.pyrewrite import drop_marked_tests
+    from lmms_tasks.utils.commands.upstream.pyrewrite import drop_marked_tests
 
     source = (
         "import pytest\n\n\n"

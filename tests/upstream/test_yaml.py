@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from lmms_tasks.utils.upstream.sources import ExportError, SourceTree
-from lmms_tasks.utils.upstream.yamlexport import export_yaml
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
+from lmms_tasks.utils.commands.upstream.yamlexport import export_yaml
 
 
 def _mapped(dotted: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
 from lmms_tasks.utils.testing.media import colour_for
 from lmms_tasks.utils.vlm2_bench import hooks, video

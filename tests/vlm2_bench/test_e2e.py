@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.rescore import rescore
+from lmms_tasks.utils.commands.score import rescore
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
 from lmms_tasks.utils.testing.media import colour_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]

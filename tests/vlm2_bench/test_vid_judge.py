@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from lmms_tasks.utils.judge import clear_memo
-from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.services.judge import clear_memo
+from lmms_tasks.utils.services.prompts import prompt
 from lmms_tasks.utils.vlm2_bench import hooks
 
 

@@ -1,7 +1,7 @@
 """HAERAE-Vision documents: the public HF split (pinned) or a local copy, stamped for one question variant.
 
 `process_docs` receives lmms-eval's one-line manifest and returns these documents instead (see
-`lmms_tasks.utils.data`). Each document gets the columns the later hooks need, because `process_results`
+`lmms_tasks.utils.services.data`). Each document gets the columns the later hooks need, because `process_results`
 receives no task configuration and no image columns: `hv_task`, `hv_variant`, `question_used` (the
 variant's question, as the official `question_used` column) and `checklist_text` (the checklist as the
 official CSV holds it, `render.render_checklist`).
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datasets
 
-from lmms_tasks.utils import schema
-from lmms_tasks.utils.data import DataError, DataSource, check_split, load_parquet_split
+from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist
 

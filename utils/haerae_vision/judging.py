@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from lmms_tasks.utils.haerae_vision.render import csv_cell, csv_cells
-from lmms_tasks.utils.prompts import prompt, prompt_sha256
+from lmms_tasks.utils.services.prompts import prompt, prompt_sha256
 
 TEMPLATE_KEY = "haerae/judge/prompt_template"
 SCORE_RE_KEY = "haerae/judge/SCORE_RE"

@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_tasks.utils.cache import content_key
-from lmms_tasks.utils.group_inputs import GroupInput, payloads
+from lmms_tasks.utils.services.cache import content_key
+from lmms_tasks.utils.compat.group_inputs import GroupInput, payloads
 from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
-from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.services.logging import logger
 
 METRICS = ("haerae_vision_score", "judge_failures", "category_scores", "judge_info", "underspec_gap")
 ITEM_FIELDS = ("task", "variant", "question_idx", "category", "question_used", "checklist_text", "response")
@@ -130,7 +130,7 @@ _requests_memo: dict[str, list[Any]] = {}
 
 def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
     """One JudgeRequest per item (memoized: several metrics of a task build the same list)."""
-    from lmms_tasks.utils.judge import JudgeRequest
+    from lmms_tasks.utils.services.judge import JudgeRequest
 
     key = content_key(items)
     with _requests_lock:
@@ -158,8 +158,8 @@ def make_process_docs(variant: str) -> Any:
     import datasets
 
     from lmms_tasks.utils.haerae_vision import data, task_name
-    from lmms_tasks.utils.run_status import stops_run
-    from lmms_tasks.utils.runtime_checks import warn_about_model_args
+    from lmms_tasks.utils.services.status import stops_run
+    from lmms_tasks.utils.services.model_args import warn_about_model_args
 
     task = task_name(variant)
 
@@ -178,14 +178,14 @@ def judge_config(task: str) -> Any:
 
     Also called from `process_docs`, so a malformed setting stops the run before any inference.
     """
-    from lmms_tasks.utils.judge import JudgeConfig
+    from lmms_tasks.utils.services.judge import JudgeConfig
 
     return JudgeConfig.resolve(task=task, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
 
 
 def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None) -> ScoredTask:
     """Judge the task's items (one memoized, cached batch) and return their official scores."""
-    from lmms_tasks.utils.judge import judge_batch, judge_summary_metric
+    from lmms_tasks.utils.services.judge import judge_batch, judge_summary_metric
 
     checked = _validated(items)
     if not checked:

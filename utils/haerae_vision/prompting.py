@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.services.prompts import prompt
 
 SYSTEM_PROMPT_KEY = "haerae/inference/default_system_prompt"
 REASONING_TAGS = ("</think>", "</thinking>", "<think>", "<thinking>")  # official order

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.data import DataError, iter_jsonl
+from lmms_tasks.utils.services.data import DataError, iter_jsonl
 
 DESCRIPTIONS_ENV = "HUMANEVAL_V_DESCRIPTIONS"
 STRONG_CODER_ENV = "HUMANEVAL_V_STRONG_CODER"

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.cache import content_key
+from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.humaneval_v import gate
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.sandbox import Limits, SandboxPool, default_cache_dir, default_workers
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.sandbox import Limits, SandboxPool, default_cache_dir, default_workers
 
 OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
 OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from lmms_tasks.utils.cache import DiskCache, content_key
+from lmms_tasks.utils.services.cache import DiskCache, content_key
 
 WORKER = Path(__file__).with_name("pylint_worker.py")
 PYLINT_FAIL_PREFIX = "Pylint syntax check failed:\n"

@@ -12,18 +12,18 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils import schema
-from lmms_tasks.utils.data import DataError, DataSource, check_split, load_parquet_split
+from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
 from lmms_tasks.utils.humaneval_v.execution import require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.responses import plain
-from lmms_tasks.utils.run_status import inspecting, stops_run
-from lmms_tasks.utils.runtime_checks import warn_about_model_args
-from lmms_tasks.utils.taskconfig import task_metadata
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.compat.responses import plain
+from lmms_tasks.utils.services.status import inspecting, stops_run
+from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.taskconfig import task_metadata
 
 SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
 # What the scorer needs of each row (spec 2.2); the diagram is checked as an image (header and completeness).
@@ -217,7 +217,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
     task = str(items[0]["task"])
     if not strong_coder_enabled(task_metadata(task)):
         return None
-    from lmms_tasks.utils.judge import JudgeConfig, JudgeRequest, judge_batch
+    from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch
 
     coder_task = f"{task}_strong_coder"
     config = JudgeConfig.resolve(task=task, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})

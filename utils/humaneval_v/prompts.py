@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lmms_tasks.utils.prompts import prompt, prompt_sha256
+from lmms_tasks.utils.services.prompts import prompt, prompt_sha256
 
 # setting -> (prompt key, whether the diagram is shown)
 SETTINGS: dict[str, tuple[str, bool]] = {

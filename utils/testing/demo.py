@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_report(run_dirs: list[Path], report_dir: Path) -> None:
     """The demo's last step: the results report of its runs (skipped, with the reason, without matplotlib)."""
-    from lmms_tasks.utils.report import ReportDependencyError, write_report
+    from lmms_tasks.utils.commands.report import ReportDependencyError, write_report
 
     try:
         written = write_report(run_dirs, report_dir)

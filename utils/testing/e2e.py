@@ -48,7 +48,7 @@ class RunResult:
 
     def check(self, exit_status: int = 0) -> RunResult:
         """Raise with the tail of the run's output unless lmms-eval wrote results and exited `exit_status`
-        (3 = outputs written but judgements or executions failed, see `lmms_tasks.utils.run_status`)."""
+        (3 = outputs written but judgements or executions failed, see `lmms_tasks.utils.services.status`)."""
         if self.returncode != exit_status or self.results_path is None:
             tail = (self.stdout[-4000:] + "\n--- stderr ---\n" + self.stderr[-8000:]).strip()
             raise RuntimeError(f"lmms-eval exited {self.returncode} (results: {self.results_path}):\n{tail}")

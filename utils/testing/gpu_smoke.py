@@ -115,7 +115,7 @@ def table(runs: list[tuple[str, RunResult, float]]) -> str:
 
 
 def run_smoke(work: Path, limit: int, server_timeout: float) -> str:
-    from lmms_tasks.utils.media_stats import media_stats
+    from lmms_tasks.utils.commands.media_stats import media_stats
     from lmms_tasks.utils.testing.fixtures import haerae_vision, humaneval_v, vlm2_bench
     from lmms_tasks.utils.testing.tiny_vlm import build
 

@@ -1,7 +1,7 @@
 """Locate the official VLM2-Bench release and turn its JSONL files into lmms-eval documents.
 
 The release (HF dataset repository `Sterzhang/vlm2-bench`, a zip with `jsonl/` and `data/`) is used
-through `lmms_tasks.utils.data.release_root`: `VLM2_BENCH_DATA` names a local extracted copy, otherwise
+through `lmms_tasks.utils.services.data.release_root`: `VLM2_BENCH_DATA` names a local extracted copy, otherwise
 the pinned revision is downloaded and extracted once into `$HF_HOME/vlm2_bench`. Documents carry
 absolute media paths, never pixels, so a 3,060-document dataset stays small; images are opened only
 when a request is built.
@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils import schema
-from lmms_tasks.utils.data import DataError, DataSource, iter_jsonl, release_root
-from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services.data import DataError, DataSource, iter_jsonl, release_root
+from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 
 # The HF repository's history contains "delete dataset for updated version" commits, so a commit sha

@@ -3,14 +3,14 @@
 `process_results` is cheap and deterministic: it returns one JSON-friendly item per document (ids, gt,
 the stripped response, the parse) under every metric name, and the aggregation functions below compute
 the official scores from those items, grouping by id. The PC-VID judge runs in the aggregation step as one
-batch through `lmms_tasks.utils.judge.judge_batch` (memoized, so all VID metrics share one batch).
+batch through `lmms_tasks.utils.services.judge.judge_batch` (memoized, so all VID metrics share one batch).
 
 Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it). The overall
 numbers that only make sense for the whole benchmark are reported by group `vlm2_bench` alone:
 `vlm2_img8_score` (8 image subtasks), `vlm2_gap_to_human` (9-subtask mean - 95.16), and the exact-match
 overall `vlm2_exact_score` / `vlm2_exact_img8_score` (GC scored by the official exact match, the paper's mode).
 Each subtask passes its part to the group as a `GroupInput` (a string in its own row, see
-`lmms_tasks.utils.group_inputs`). No metric name is a substring of another (lmms-eval matches group metrics
+`lmms_tasks.utils.compat.group_inputs`). No metric name is a substring of another (lmms-eval matches group metrics
 by substring).
 """
 
@@ -22,10 +22,10 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.group_inputs import GroupInput, payloads
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.run_status import stops_run
-from lmms_tasks.utils.runtime_checks import warn_about_model_args
+from lmms_tasks.utils.compat.group_inputs import GroupInput, payloads
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.status import stops_run
+from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
@@ -243,7 +243,7 @@ def grp_n(items: Sequence[Item]) -> int:
 
 def judge_prompt_sha256() -> str:
     """One digest for the pair of official judge prompts (AB and ABA), recorded with every judgement."""
-    from lmms_tasks.utils.prompts import prompt_sha256
+    from lmms_tasks.utils.services.prompts import prompt_sha256
 
     joined = "\n".join(f"{key}={prompt_sha256(key)}" for key in JUDGE_PROMPT_KEYS.values())
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()
@@ -251,8 +251,8 @@ def judge_prompt_sha256() -> str:
 
 def judge_requests(items: Iterable[Item]) -> list[Any]:
     """One judge request per video answer: the official prompt for its type, filled with str.format."""
-    from lmms_tasks.utils.judge import JudgeRequest
-    from lmms_tasks.utils.prompts import prompt
+    from lmms_tasks.utils.services.judge import JudgeRequest
+    from lmms_tasks.utils.services.prompts import prompt
 
     requests = []
     for item in sorted(items, key=lambda it: int(it["doc_index"])):
@@ -270,7 +270,7 @@ def judge_requests(items: Iterable[Item]) -> list[Any]:
 
 def judge_vid(items: Sequence[Item], args: Any = None):
     """Judge every PC-VID answer (one memoized batch per task) and return (VidStats, JudgeBatch)."""
-    from lmms_tasks.utils.judge import JudgeConfig, judge_batch
+    from lmms_tasks.utils.services.judge import JudgeConfig, judge_batch
 
     items = list(items)
     task = str(items[0]["task"]) if items else "vlm2_bench_pc_vid"
@@ -320,7 +320,7 @@ def vid_judge_failed(items: Sequence[Item], args: Any = None) -> int:
 
 
 def vid_judge_info(items: Sequence[Item], args: Any = None) -> str:
-    from lmms_tasks.utils.judge import judge_summary_metric
+    from lmms_tasks.utils.services.judge import judge_summary_metric
 
     return judge_summary_metric(judge_vid(items, args)[1])
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from PIL import Image
 
-from lmms_tasks.utils.data import DataError
-from lmms_tasks.utils.prompts import prompt
+from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.prompts import prompt
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
 
 USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lmms_tasks.utils.data import DataError
+from lmms_tasks.utils.services.data import DataError
 
 FPS = 1.0
 MAX_PIXELS = 360 * 420

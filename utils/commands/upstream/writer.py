@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lmms_tasks.utils.upstream import catalog
-from lmms_tasks.utils.upstream.sources import MANIFEST_NAME, ExportError
+from lmms_tasks.utils.commands.upstream import catalog
+from lmms_tasks.utils.commands.upstream.sources import MANIFEST_NAME, ExportError
 
 MANIFEST_PATH = f"lmms_eval/tasks/{MANIFEST_NAME}"
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lmms_tasks.utils.report import FORMATS, ReportDependencyError, ReportInputError, write_report
+from lmms_tasks.utils.commands.report import FORMATS, ReportDependencyError, ReportInputError, write_report
 
 EXIT_INPUT = 2
 EXIT_DEPENDENCY = 3

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from lmms_tasks.utils.upstream.sources import ExportError
+from lmms_tasks.utils.commands.upstream.sources import ExportError
 
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 _FUNCTION_TAG = re.compile(r"(!function\s+)([A-Za-z_][\w.]*)")

@@ -21,7 +21,7 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.services.logging import logger
 
 
 class DataError(RuntimeError):
@@ -129,9 +129,9 @@ def check_split(
     id_field: str,
     image_fields: dict[str, bool] | None = None,
 ) -> None:
-    """Check every row of a loaded split against `fields` (see `lmms_tasks.utils.schema`) and decode-check
+    """Check every row of a loaded split against `fields` (see `lmms_tasks.utils.services.schema`) and decode-check
     the images of `image_fields` ({column: allow_truncated}); errors name the file, row, id and field."""
-    from lmms_tasks.utils.schema import Record, SchemaError, check_images, check_records
+    from lmms_tasks.utils.services.schema import Record, SchemaError, check_images, check_records
 
     image_fields = image_fields or {}
     table = dataset.data

@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from lmms_tasks.utils.upstream import exporter, writer
-from lmms_tasks.utils.upstream.sources import ExportError, SourceTree, default_tree
-from lmms_tasks.utils.upstream.style import detect_style
+from lmms_tasks.utils.commands.upstream import exporter, writer
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
+from lmms_tasks.utils.commands.upstream.style import detect_style
 
 
 def checkout_root(path: Path) -> Path:

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from lmms_tasks.utils import run_status
-from lmms_tasks.utils.cache import DiskCache, compute_once, content_key
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.secrets import redact
+from lmms_tasks.utils.services import status as run_status
+from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.secrets import redact
 
 ENV_PREFIX = "LMMS_TASKS_JUDGE_"
 DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"
@@ -162,7 +162,7 @@ def _is_azure(values: Mapping[str, Any]) -> bool:
 
 
 def _yaml_judge_settings(task: str, root: str | None) -> dict[str, Any]:
-    from lmms_tasks.utils.taskconfig import task_metadata
+    from lmms_tasks.utils.services.taskconfig import task_metadata
 
     judge = task_metadata(task, root).get("judge") or {}
     if not isinstance(judge, Mapping):

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmms_tasks.utils.upstream.sources import ExportError
+from lmms_tasks.utils.commands.upstream.sources import ExportError
 
 CATALOG_PATH = "docs/advanced/current_tasks.md"
 FALLBACK_SECTION = "## Additional Tasks"

@@ -19,7 +19,7 @@ from pathlib import Path
 import tomllib
 import yaml
 
-from lmms_tasks.utils.upstream.sources import ExportError
+from lmms_tasks.utils.commands.upstream.sources import ExportError
 
 CONFIG_FILES = ("pyproject.toml", "setup.cfg", ".isort.cfg", "ruff.toml", ".ruff.toml")
 HEAD_DEFAULT = [["black", "--line-length=240"], ["isort", "--profile", "black"]]

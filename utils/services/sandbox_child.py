@@ -1,4 +1,4 @@
-"""The sandbox's child side: started by `lmms_tasks.utils.sandbox` as `python -I -B -S -c BOOTSTRAP PATH
+"""The sandbox's child side: started by `lmms_tasks.utils.services.sandbox` as `python -I -B -S -c BOOTSTRAP PATH
 WORKDIR SETTINGS_HEX`; the caller sends this module's code (compiled once per caller process) and later
 the program (4-byte length + UTF-8 text) on the guard's stdin.
 
@@ -1151,7 +1151,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             os.setsid()
         except OSError:
-            sys.exit("sandbox_child.py must lead its own session; start it through lmms_tasks.utils.sandbox.run_program")
+            sys.exit("sandbox_child.py must lead its own session; start it through lmms_tasks.utils.services.sandbox.run_program")
     try:  # orphaned descendants are re-parented to the guard, which reaps them (no zombies left)
         _LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):

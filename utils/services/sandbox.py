@@ -80,9 +80,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.cache import DiskCache, content_key
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.sandbox_child import unpack_record
+from lmms_tasks.utils.services.cache import DiskCache, content_key
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.sandbox_child import unpack_record
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 # The guard's code arrives on its stdin, compiled once per evaluator process: compiling sandbox_child.py

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.services.logging import logger
 
 
 def content_key(material: Any) -> str:

@@ -13,8 +13,8 @@ import functools
 import sys
 from collections.abc import Sequence
 
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.taskconfig import task_config
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.taskconfig import task_config
 
 VLLM_MODELS = ("vllm", "vllm_chat")
 VLLM_DEFAULT_MAX_NEW_TOKENS = 4096

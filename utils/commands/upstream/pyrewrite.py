@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lmms_tasks.utils.upstream.sources import ExportError, ModuleMap
+from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap
 
 _FILE_NAME = re.compile(r"[\w.-]+\.[A-Za-z0-9]{1,8}")
 

@@ -18,7 +18,7 @@ class PromptIntegrityError(RuntimeError):
 
 @functools.lru_cache(maxsize=1)
 def _table() -> dict[str, dict]:
-    text = resources.files("lmms_tasks.utils.resources").joinpath("prompts_exact.json").read_text(encoding="utf-8")
+    text = resources.files("lmms_tasks.utils.services.resources").joinpath("prompts_exact.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils import judge, run_status
-from lmms_tasks.utils.data import iter_jsonl
-from lmms_tasks.utils.logging import logger
-from lmms_tasks.utils.taskconfig import task_yaml_path
+from lmms_tasks.utils.services import judge, status as run_status
+from lmms_tasks.utils.services.data import iter_jsonl
+from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.taskconfig import task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 

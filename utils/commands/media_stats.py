@@ -48,7 +48,7 @@ def _leaf_tasks(task_dict: dict) -> dict[str, Any]:
 def media_stats(names: list[str], limit: int | None = None) -> list[MediaStats]:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
-    from lmms_tasks.utils.run_status import inspecting_documents
+    from lmms_tasks.utils.services.status import inspecting_documents
 
     manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
     with inspecting_documents():  # only requests are built: no code runs, so no code-execution opt-in is needed

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lmms_tasks.utils.logging import logger
+from lmms_tasks.utils.services.logging import logger
 
 EXIT_INCOMPLETE = 3  # outputs written, but some judgements or executions failed: numbers are not final
 EXIT_FAILED = 4  # lmms-eval reported an error during evaluation (it writes no results then)

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lmms_tasks.utils.report.plots import INSTALL_HINT, Plot, ReportDependencyError, require_matplotlib
-from lmms_tasks.utils.report.runs import ReportInputError, Run, load_runs
-from lmms_tasks.utils.report.tables import Table, table_html, table_markdown
+from lmms_tasks.utils.commands.report.plots import INSTALL_HINT, Plot, ReportDependencyError, require_matplotlib
+from lmms_tasks.utils.commands.report.runs import ReportInputError, Run, load_runs
+from lmms_tasks.utils.commands.report.tables import Table, table_html, table_markdown
 
 if TYPE_CHECKING:
-    from lmms_tasks.utils.report.sections import Section
+    from lmms_tasks.utils.commands.report.sections import Section
 
 FORMATS = {"svg": ("svg",), "png": ("png",), "both": ("svg", "png")}
 PLOTS_DIR = "plots"
@@ -43,8 +43,8 @@ class WrittenReport:
 def write_report(inputs: Iterable[Path | str], out_dir: Path | str, formats: Sequence[str] = ("svg",)) -> WrittenReport:
     """Read the runs under `inputs` and write report.md, report.html and the plots into `out_dir`."""
     require_matplotlib()
-    from lmms_tasks.utils.report import plots as plotting
-    from lmms_tasks.utils.report.sections import build_sections
+    from lmms_tasks.utils.commands.report import plots as plotting
+    from lmms_tasks.utils.commands.report.sections import build_sections
 
     runs = load_runs(inputs)
     sections = build_sections(runs)
@@ -145,7 +145,7 @@ def _html(sections: Sequence[Section], written: WrittenReport) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lmms_tasks.utils.report.cli import main as cli_main
+    from lmms_tasks.utils.commands.report.cli import main as cli_main
 
     return cli_main(argv)
 

@@ -11,11 +11,11 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lmms_tasks.utils.upstream import catalog, yamlexport
-from lmms_tasks.utils.upstream.pyrewrite import drop_marked_tests, read_python, rewrite_prose, rewrite_python
-from lmms_tasks.utils.upstream.sources import ExportError, ModuleMap, SourceTree, iter_files
-from lmms_tasks.utils.upstream.style import Style, format_sources
-from lmms_tasks.utils.upstream.writer import Plan
+from lmms_tasks.utils.commands.upstream import catalog, yamlexport
+from lmms_tasks.utils.commands.upstream.pyrewrite import drop_marked_tests, read_python, rewrite_prose, rewrite_python
+from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap, SourceTree, iter_files
+from lmms_tasks.utils.commands.upstream.style import Style, format_sources
+from lmms_tasks.utils.commands.upstream.writer import Plan
 
 TEST_ROOT = "test/eval"
 FIXTURES_MODULE = "testing.pytest_fixtures"  # below the library package: where tests/conftest.py goes

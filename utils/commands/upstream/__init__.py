@@ -7,6 +7,6 @@ rewriting), `yamlexport` (self-contained YAML), `style` (the checkout's formatte
 
 from __future__ import annotations
 
-from lmms_tasks.utils.upstream.cli import main
+from lmms_tasks.utils.commands.upstream.cli import main
 
 __all__ = ["main"]
