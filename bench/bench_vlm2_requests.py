@@ -2,7 +2,7 @@
 
 Writes a synthetic release in the official layout (3,060 records: the paper's per-subtask counts, 2-4
 images per image record, 640x480 JPEGs written once and referenced by path, one short video per PC-VID
-record), then does what lmms-eval does before inference: `process_docs` for each of the 9 tasks and
+record), then does what lmms-eval does before inference: each of the 9 tasks' data loader (`custom_dataset`) and
 `doc_to_messages` for every document, materialising each document's images (or video frames) and
 dropping them. Each configuration runs in a fresh child process so peak RSS is its own; it runs once with
 2 images per record and once with 4, to show memory does not grow with the image count.
@@ -84,7 +84,7 @@ def write_release(root: Path, images_per_record: int) -> None:
 
 
 def build_all(encode: bool) -> dict[str, float]:
-    """process_docs + doc_to_messages for every document; returns counts and timings."""
+    """Each loader + doc_to_messages for every document; returns counts and timings."""
     from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
     encoder = None
@@ -98,7 +98,7 @@ def build_all(encode: bool) -> dict[str, float]:
     video_wall = 0.0
     for subtask in SUBTASKS:
         subtask_started = time.perf_counter()
-        dataset = hooks.process_docs(subtask)
+        dataset = hooks.dataset_for(f"vlm2_bench_{subtask}")()["test"]
         for doc in dataset:
             messages = hooks.doc_to_messages(doc)
             visuals = [part["url"] for part in messages[0]["content"] if part["type"] == "image"]

@@ -22,6 +22,13 @@ def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
     return work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)
 
 
+@pytest.fixture(scope="session")
+def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen2.5-VL, built once per test session (a few seconds, nothing downloaded)."""
+    from lmms_tasks.utils.testing.tiny_vlm import build
+
+    return build(tmp_path_factory.mktemp("tiny-qwen2.5-vl") / "model")
+
 
 @pytest.fixture
 def stand_in() -> Iterator[StandInServer]:

@@ -1,40 +1,25 @@
-"""Thin lmms-eval hooks for HAERAE-Vision; the logic is in `lmms_tasks.utils.haerae_vision`.
-
-lmms-eval re-executes this file for every `!function` tag, so it holds no state and only re-exports.
-"""
+"""Thin lmms-eval hooks for HAERAE-Vision; lmms-eval re-executes this file per `!function` tag, so all logic
+and state live in `lmms_tasks.utils.haerae_vision.hooks` (the metric template in yaml_templates/ names its
+aggregations there directly)."""
 
 from __future__ import annotations
 
-from typing import Any
+from lmms_tasks.utils import compat
+from lmms_tasks.utils.haerae_vision.hooks import (  # noqa: F401 - re-exported for `!function utils.<name>`
+    dataset_for,
+    doc_to_messages,
+    doc_to_target,
+    doc_to_text,
+    doc_to_visual,
+    group_explicit_score,
+    group_original_score,
+    group_sum,
+    group_underspec_gap,
+    process_results,
+)
 
-from lmms_tasks.utils.haerae_vision import metrics, prompting
+compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)
 
-process_docs_original = metrics.make_process_docs("original")
-process_docs_explicit = metrics.make_process_docs("explicit")
-
-
-def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    return prompting.build_messages(doc)
-
-
-def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
-    return prompting.images(doc)
-
-
-def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    return prompting.question_text(doc)
-
-
-def doc_to_target(doc: dict[str, Any]) -> str:
-    answer = doc.get("answer")
-    return "" if answer is None else str(answer)
-
-
-process_results = metrics.process_results
-aggregate_score = metrics.aggregate_score
-aggregate_judge_failures = metrics.aggregate_judge_failures
-aggregate_category_scores = metrics.aggregate_category_scores
-aggregate_judge_info = metrics.aggregate_judge_info
-aggregate_paired_scores = metrics.aggregate_paired_scores
-group_underspec_gap = metrics.group_underspec_gap
-group_sum = metrics.group_sum
+# One `custom_dataset` loader per task YAML.
+dataset_original = dataset_for("haerae_vision_original")
+dataset_explicit = dataset_for("haerae_vision_explicit")

@@ -1,36 +1,32 @@
-"""Thin lmms-eval hooks for HumanEval-V; lmms-eval re-executes this file per `!function` tag, so all
-logic and state live in `lmms_tasks.utils.humaneval_v`."""
+"""Thin lmms-eval hooks for HumanEval-V; lmms-eval re-executes this file per `!function` tag, so all logic
+and state live in `lmms_tasks.utils.humaneval_v.hooks` (the metric templates in yaml_templates/ name their
+aggregations there directly)."""
 
 from __future__ import annotations
 
+from lmms_tasks.utils import compat
 from lmms_tasks.utils.humaneval_v.hooks import (  # noqa: F401 - re-exported for `!function utils.<name>`
-    agg_by_capability,
-    agg_by_task_type,
     agg_description_rate,
-    agg_parse_success_rate,
-    agg_parse_success_rate_unrounded,
-    agg_pass_at_1,
-    agg_pass_at_1_unrounded,
-    agg_pass_at_3,
-    agg_pass_at_3_unrounded,
     agg_strong_coder,
     agg_strong_coder_unrounded,
+    dataset_for,
     doc_to_messages,
     doc_to_target,
     doc_to_text,
     doc_to_visual,
-    make_process_docs,
     process_results,
 )
-from lmms_tasks.utils.compat.responses import KeepRaw  # noqa: F401 - the filter that keeps responses unstripped
 
-process_docs_humaneval_v_v2c = make_process_docs("humaneval_v_v2c")
-process_docs_humaneval_v_v2c_pass3 = make_process_docs("humaneval_v_v2c_pass3")
-process_docs_humaneval_v_v2c_cot = make_process_docs("humaneval_v_v2c_cot")
-process_docs_humaneval_v_v2c_cot_pass3 = make_process_docs("humaneval_v_v2c_cot_pass3")
-process_docs_humaneval_v_gt_t2c = make_process_docs("humaneval_v_gt_t2c")
-process_docs_humaneval_v_gt_t2c_pass3 = make_process_docs("humaneval_v_gt_t2c_pass3")
-process_docs_humaneval_v_v2t = make_process_docs("humaneval_v_v2t")
-process_docs_humaneval_v_v2t_pass3 = make_process_docs("humaneval_v_v2t_pass3")
-process_docs_humaneval_v_t2c = make_process_docs("humaneval_v_t2c")
-process_docs_humaneval_v_t2c_pass3 = make_process_docs("humaneval_v_t2c_pass3")
+compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)
+
+# One `custom_dataset` loader per task YAML.
+dataset_v2c = dataset_for("humaneval_v_v2c")
+dataset_v2c_pass3 = dataset_for("humaneval_v_v2c_pass3")
+dataset_v2c_cot = dataset_for("humaneval_v_v2c_cot")
+dataset_v2c_cot_pass3 = dataset_for("humaneval_v_v2c_cot_pass3")
+dataset_gt_t2c = dataset_for("humaneval_v_gt_t2c")
+dataset_gt_t2c_pass3 = dataset_for("humaneval_v_gt_t2c_pass3")
+dataset_v2t = dataset_for("humaneval_v_v2t")
+dataset_v2t_pass3 = dataset_for("humaneval_v_v2t_pass3")
+dataset_t2c = dataset_for("humaneval_v_t2c")
+dataset_t2c_pass3 = dataset_for("humaneval_v_t2c_pass3")

@@ -5,6 +5,7 @@ or, where the official pipeline accepts the data, to load it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.services.status import StopEvaluation
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fixture
@@ -185,19 +186,11 @@ CASES = [
 TASK_OF = {"humaneval_v": "humaneval_v_v2c", "haerae_vision": "haerae_vision_original"}
 
 
-def process_docs(benchmark: str, task: str) -> Any:
-    """The task's own process_docs hook, as lmms-eval calls it (the manifest dataset is ignored)."""
-    if benchmark == "humaneval_v":
-        from lmms_tasks.utils.humaneval_v import hooks
-
-        return hooks.make_process_docs(TASK_OF[benchmark])(None)
-    if benchmark == "haerae_vision":
-        from lmms_tasks.utils.haerae_vision import metrics
-
-        return metrics.make_process_docs("original")(None)
-    from lmms_tasks.utils.vlm2_bench import hooks
-
-    return hooks.process_docs_for(task)(None)
+def load_docs(benchmark: str, task: str) -> Any:
+    """The task's own `custom_dataset` loader, as lmms-eval calls it before any model request."""
+    module = importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks")
+    name = f"vlm2_bench_{task}" if benchmark == "vlm2_bench" else TASK_OF[benchmark]
+    return module.dataset_for(name)()["test"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.benchmark}-{c.name}")
@@ -211,10 +204,10 @@ def test_bad_data_is_named_before_any_request(case: Case, tmp_path: Path, monkey
     monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
     case.damage(fixtures.root)
     if case.error is None:
-        assert len(process_docs(case.benchmark, case.task)) == len(next(iter(fixtures.records.values())))
+        assert len(load_docs(case.benchmark, case.task)) == len(next(iter(fixtures.records.values())))
         return
-    with pytest.raises(StopEvaluation) as stopped:
-        process_docs(case.benchmark, case.task)
+    with pytest.raises(DataError) as stopped:
+        load_docs(case.benchmark, case.task)
     message = str(stopped.value)
     assert "\n" not in message, message  # one line
     task = f"vlm2_bench_{case.task}" if case.benchmark == "vlm2_bench" else TASK_OF[case.benchmark]

@@ -105,7 +105,7 @@ def humaneval_v(replay: Any) -> dict[str, Any]:
     run, _, _ = replay("hev", hev_cases, ["humaneval_v_v2c", "humaneval_v_v2c_pass3"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
     from lmms_tasks.utils.humaneval_v import hooks
 
-    docs = {d["qid"]: d for d in hooks.make_process_docs("humaneval_v_v2c")(None)}
+    docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v_v2c")()["test"]}
     direct = {qid: hooks.process_results(doc, [_as_model_gives_it(hev_cases.case_for(qid).reply)])["pass@1"] for qid, doc in docs.items()}
     from lmms_tasks.utils.humaneval_v import metrics
 

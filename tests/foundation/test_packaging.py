@@ -104,8 +104,9 @@ def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
     assert top_level == {"lmms_tasks"}
     for required in (
         "lmms_tasks/utils/services/resources/prompts_exact.json",
-        "lmms_tasks/yaml_templates/manifest_source",
-        *(f"lmms_tasks/{b}/_source.jsonl" for b in BENCHMARKS),
+        "lmms_tasks/yaml_templates/vlm2_bench_tf_gc",
+        "lmms_tasks/yaml_templates/humaneval_v_pass3",
+        "lmms_tasks/yaml_templates/haerae_vision_task",
         *(f"lmms_tasks/{b}/README.md" for b in BENCHMARKS),
     ):
         assert required in names
@@ -135,7 +136,7 @@ print(json.dumps({"pkg": lmms_tasks.__file__, "utils": lmms_tasks.utils.services
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["pkg"].startswith(str(target)) and info["utils"].startswith(str(target)) and info["root"].startswith(str(target))
     assert set(info["loaded"]) == EXPECTED_TASKS
-    assert all("process_results" in hooks and "process_docs" in hooks for hooks in info["loaded"].values())
+    assert all("process_results" in hooks and "custom_dataset" in hooks for hooks in info["loaded"].values())
 
 
 def test_no_bare_utils_module_is_importable(tmp_path: Path) -> None:

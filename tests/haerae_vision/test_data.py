@@ -7,8 +7,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.haerae_vision import data
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 
 

@@ -7,17 +7,16 @@ mean, per-category means follow the same rule, and the gap pairs items by questi
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.services import judge
-from lmms_tasks.utils.haerae_vision import metrics
+from lmms_tasks.utils.haerae_vision import hooks, metrics
 from lmms_tasks.utils.haerae_vision.judging import template
-from lmms_tasks.utils.services.status import StopEvaluation
+from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE = "stand-in-judge"
@@ -52,7 +51,7 @@ def _items(variant: str, rows: list[tuple[int, str, str, str]]) -> list[dict[str
     out = []
     for qid, category, question, response in rows:
         result = metrics.process_results(_doc(qid, category, question, variant), [response])
-        assert set(result) == {*metrics.METRICS, f"score_{variant}"}
+        assert set(result) == set(metrics.METRICS)
         out.append(json.loads(json.dumps(result["haerae_vision_score"], ensure_ascii=False)))
     return out
 
@@ -104,10 +103,10 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     )
     items = _items("original", ORIGINAL)
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
-    assert metrics.aggregate_score(items, args=args) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
-    assert metrics.aggregate_judge_failures(items, args=args) == 1
-    assert metrics.aggregate_category_scores(items, args=args) == pytest.approx({"게임": 0.75, "과학": 0.0})
-    info = metrics.aggregate_judge_info(items, args=args)
+    assert hooks.agg_haerae_vision_score(items, args=args) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
+    assert hooks.agg_judge_failures(items, args=args) == 1
+    assert hooks.agg_category_scores(items, args=args) == pytest.approx({"게임": 0.75, "과학": 0.0})
+    info = hooks.agg_judge_info(items, args=args)
     assert f"judge={JUDGE}@127.0.0.1" in info and "prompt_sha256=2151c923be1b" in info and "unparsed=1" in info
     # four metrics, one batch: every item judged exactly once
     assert len(judge_env.requests_for(model=JUDGE)) == 4
@@ -125,14 +124,14 @@ def test_transport_failure_counts_zero_and_as_failure(judge_env: StandInServer, 
     _script(judge_env, {"이거 무슨 게임?": "<score>1/1</score>", "어떻게 깨요?": "<score>1/1</score>"})
     judge_env.fault(lambda r: "어떻게 깨요?" in r.text, "500", times=None)
     items = _items("original", ORIGINAL[:2])
-    assert metrics.aggregate_score(items) == pytest.approx(0.5)
-    assert metrics.aggregate_judge_failures(items) == 1
+    assert hooks.agg_haerae_vision_score(items) == pytest.approx(0.5)
+    assert hooks.agg_judge_failures(items) == 1
 
 
 def test_items_arrive_unordered_and_duplicated_identically(judge_env: StandInServer) -> None:
     _script(judge_env, {"이거 무슨 게임?": "<score>1/4</score>", "어떻게 깨요?": "<score>3/4</score>"})
     items = _items("original", ORIGINAL[:2])
-    assert metrics.aggregate_score(list(reversed(items)) + [items[0]]) == pytest.approx(0.5)
+    assert hooks.agg_haerae_vision_score(list(reversed(items)) + [items[0]]) == pytest.approx(0.5)
 
 
 def test_bad_items_are_named() -> None:
@@ -161,36 +160,40 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
             "사진 속 현상의 이름은?": "<score>1/2</score>",
         },
     )
-    original = metrics.aggregate_paired_scores(_items("original", ORIGINAL))
-    explicit = metrics.aggregate_paired_scores(_items("explicit", list(reversed(EXPLICIT))))
-    assert isinstance(original, str) and "4 items" in original
+    # the tasks' aggregations run first (lmms-eval: per task, then the group), in either order
+    score_original = hooks.agg_haerae_vision_score(_items("original", ORIGINAL))
+    score_explicit = hooks.agg_haerae_vision_score(_items("explicit", list(reversed(EXPLICIT))))
     expected_gap = ((1.0 - 0.5) + (1.25 - 1.0) + (0.5 - 0.0) + (0.5 - 0.0)) / 4
-    assert metrics.group_underspec_gap([explicit, original], [4, 4], False) == pytest.approx(expected_gap)
-    assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(expected_gap)
-    # carried through pickling (lmms-eval may copy results) with its scores
-    assert pickle.loads(pickle.dumps(original)).payload == original.payload == {"variant": "original", "scores": original.payload["scores"]}
+    tasks = ["haerae_vision_explicit", "haerae_vision_original"]
+    values = [score_explicit, score_original]
+    assert hooks.group_underspec_gap(values, [4, 4], False, subtasks=tasks) == pytest.approx(expected_gap)
+    assert hooks.group_underspec_gap(values[::-1], [4, 4], False, subtasks=tasks[::-1]) == pytest.approx(expected_gap)
+    assert hooks.group_original_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(0.375)
+    assert hooks.group_explicit_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(score_explicit)
 
 
-def test_gap_uses_only_shared_items_and_needs_both_variants() -> None:
-    original = metrics.paired_scores("original", {"1": 0.5, "2": 1.0, "3": 0.0})
-    explicit = metrics.paired_scores("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
-    assert metrics.group_underspec_gap([original, explicit]) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
+def _scored(variant: str, scores: dict[str, float]) -> metrics.ScoredTask:
+    return metrics.ScoredTask(task=f"haerae_vision_{variant}", variant=variant, scores=scores, categories={q: "" for q in scores}, judge_info="")
+
+
+def test_gap_uses_only_shared_items_and_needs_both_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = _scored("original", {"1": 0.5, "2": 1.0, "3": 0.0})
+    explicit = _scored("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
+    assert metrics.paired_gap({"original": original, "explicit": explicit}) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
     with pytest.raises(ValueError, match="missing \\['explicit'\\]"):
-        metrics.paired_gap([original])
+        metrics.paired_gap({"original": original})
     with pytest.raises(ValueError, match="share no question_idx"):
-        metrics.paired_gap([metrics.paired_scores("original", {"1": 0.0}), metrics.paired_scores("explicit", {"2": 0.0})])
-    with pytest.raises(TypeError):
-        metrics.paired_gap([0.5, 0.7])
+        metrics.paired_gap({"original": _scored("original", {"1": 0.0}), "explicit": _scored("explicit", {"2": 0.0})})
     # the group callable runs after the whole run: it reports None instead of discarding the results
-    assert metrics.group_underspec_gap([original], [3], False) is None
-    assert metrics.group_underspec_gap([0.5, 0.7], [3, 3], False) is None
+    monkeypatch.setattr(metrics, "_scored", {"haerae_vision_original": original})
+    assert hooks.group_underspec_gap([0.5, 0.7], [3, 3], False, subtasks=["haerae_vision_original", "haerae_vision_explicit"]) is None
 
 
 def test_group_sum() -> None:
-    assert metrics.group_sum([2, 1], [5, 5], False) == 3
+    assert hooks.group_sum([2, 1], [5, 5], False, subtasks=["a", "b"]) == 3
 
 
-def test_bad_judge_setting_stops_process_docs_before_inference(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_judge_setting_stops_the_loader_before_inference(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     from lmms_tasks import tasks_path
@@ -200,6 +203,6 @@ def test_bad_judge_setting_stops_process_docs_before_inference(monkeypatch: pyte
     spec.loader.exec_module(hooks)
     monkeypatch.setenv("LMMS_TASKS_JUDGE_CONCURRENCY", "많이")
     monkeypatch.setenv("HAERAE_VISION_DATA", "/nonexistent")  # never reached
-    with pytest.raises(StopEvaluation, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
-        hooks.process_docs_original(None)
+    with pytest.raises(DataError, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
+        hooks.dataset_original()
     assert isinstance(stopped.value.__cause__, judge.JudgeConfigError)

@@ -11,8 +11,8 @@ import pytest
 
 from lmms_tasks.utils.humaneval_v import execution, hooks
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
+from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.services.prompts import prompt
-from lmms_tasks.utils.services.status import StopEvaluation
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
 
@@ -29,19 +29,19 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
 
 
 def docs(task: str) -> list[dict[str, Any]]:
-    return list(hooks.make_process_docs(task)(None))  # the manifest dataset is ignored
+    return list(hooks.dataset_for(task)()["test"])  # the task's custom_dataset loader, as lmms-eval calls it
 
 
 def test_refused_without_opt_in(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION")
     for task in ("humaneval_v_v2c", "humaneval_v_gt_t2c_pass3", "humaneval_v_t2c"):
-        with pytest.raises(CodeExecutionNotAllowed, match="HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"):
-            hooks.make_process_docs(task)(None)
-    assert not issubclass(CodeExecutionNotAllowed, Exception)  # lmms-eval's retry loops must not catch it
+        with pytest.raises(DataError, match=f"^{task}: .*HUMANEVAL_V_ALLOW_CODE_EXECUTION=1") as refused:
+            docs(task)
+        assert isinstance(refused.value.__cause__, CodeExecutionNotAllowed) and refused.value.exit_status == 1
     assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams executes nothing
     monkeypatch.setenv("HUMANEVAL_V_STRONG_CODER", "1")
-    with pytest.raises(CodeExecutionNotAllowed):
-        hooks.make_process_docs("humaneval_v_v2t")(None)
+    with pytest.raises(DataError, match="HUMANEVAL_V_ALLOW_CODE_EXECUTION"):
+        docs("humaneval_v_v2t")
 
 
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
@@ -80,8 +80,8 @@ def _write_v2t_samples(path: Path, descriptions: dict[str, list[str]]) -> Path:
 
 
 def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(StopEvaluation, match="humaneval_v_t2c_pass3: .*HUMANEVAL_V_DESCRIPTIONS"):
-        hooks.make_process_docs("humaneval_v_t2c_pass3")(None)
+    with pytest.raises(DataError, match="humaneval_v_t2c_pass3: .*HUMANEVAL_V_DESCRIPTIONS"):
+        docs("humaneval_v_t2c_pass3")
     qids = [r["qid"] for r in data.records[fx.RECORDS_KEY]]
     run_dir = tmp_path / "v2t_run" / "model"
     run_dir.mkdir(parents=True)
@@ -96,12 +96,12 @@ def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path
     # a qid missing from the file is named
     partial = _write_v2t_samples(tmp_path / "partial.jsonl", {"q1": ["d"]})
     monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(partial))
-    with pytest.raises(StopEvaluation, match="'q2'"):
+    with pytest.raises(DataError, match="'q2'"):
         docs("humaneval_v_t2c")
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"doc_id": 0}\n')
     monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(broken))
-    with pytest.raises(StopEvaluation, match="broken.jsonl:1"):
+    with pytest.raises(DataError, match="broken.jsonl:1"):
         docs("humaneval_v_t2c")
 
 
@@ -171,8 +171,8 @@ def test_bad_item_names_the_problem() -> None:
 
 
 def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lmms_tasks.utils.services import status as run_status
     from lmms_tasks.utils.humaneval_v import metrics
+    from lmms_tasks.utils.services import status as run_status
 
     items = [hooks.process_results(d, ["no code"])["pass@1"] for d in docs("humaneval_v_v2c")]
     verdicts = [execution.ProgramVerdict(False, "failed", False, "failed") for _ in items]

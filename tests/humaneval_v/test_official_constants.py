@@ -24,7 +24,7 @@ def test_the_tasks_run_programs_under_the_official_two_seconds(tmp_path: Path, m
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    (doc,) = hooks.make_process_docs("humaneval_v_v2c")(None)
+    (doc,) = hooks.dataset_for("humaneval_v_v2c")()["test"]
     body = "    total = 0\n    for i in range(1, n + 1):\n        total += i\n    return total\n"
 
     def reply(pause: float) -> str:

@@ -36,21 +36,20 @@ def test_no_builtin_lmms_eval_name_collides() -> None:
 
 
 def test_sampling_settings() -> None:
-    keep_raw = {"function": "!function utils.KeepRaw"}
     for task in TASKS:
         config = task_config(task)
         kwargs = config["generation_kwargs"]
         assert kwargs["max_new_tokens"] == 2048 and kwargs["until"] == []
         # the hooks see the raw model output, as the official post_process does (no stripping of any kind)
-        assert config["reasoning_tags"] == "none"
+        assert config["reasoning_tags"] == "none" and config["strip_responses"] is False
         sampled = task.endswith("_pass3") and not task.startswith("humaneval_v_t2c")
         if sampled:
             assert config["repeats"] == 6 and kwargs["temperature"] == 0.8 and kwargs["top_p"] == 0.95 and kwargs["top_k"] == 20
-            assert config["filter_list"] == [{"name": "n6", "filter": [{"function": "take_first_k", "k": 6}, keep_raw]}]
+            assert config["filter_list"] == [{"name": "n6", "filter": [{"function": "take_first_k", "k": 6}]}]
             assert "seed" not in kwargs
         else:  # greedy; V2T2C step 2 stays greedy with one code per description even for pass@3 (H12)
             assert kwargs["temperature"] == 0 and config.get("repeats", 1) == 1
-            assert config["filter_list"] == [{"name": "none", "filter": [{"function": "take_first"}, keep_raw]}]
+            assert "filter_list" not in config  # lmms-eval's default: take_first, named "none"
 
 
 def test_group_lists_the_single_run_settings() -> None:

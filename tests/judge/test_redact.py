@@ -34,3 +34,13 @@ def test_configured_and_environment_secrets(monkeypatch: pytest.MonkeyPatch) -> 
     assert redact("custom azure key 9f8e7d6c5b4a", extra=["9f8e7d6c5b4a"]) == f"custom azure key {REDACTED}"
     assert redact("EMPTY is not a secret") == "EMPTY is not a secret"
     assert redact(None) is None
+
+
+def test_a_secret_containing_another_is_hidden_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longest first: replacing the short key inside the long one first would leave the long key's tail."""
+    short, long = "gatewaypass01", "gatewaypass01-tail-9x8y7z"
+    monkeypatch.setenv("GATEWAY_PASSWORD", short)
+    monkeypatch.setenv("GATEWAY_TOKEN", long)
+    for order in ([short, long], [long, short]):
+        assert redact(f"echo {long} and {short}.", extra=order) == f"echo {REDACTED} and {REDACTED}."
+    assert "tail" not in (redact(f"{long}") or "")

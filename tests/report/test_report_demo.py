@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.haerae_vision import published as haerae_published
-from lmms_tasks.utils.humaneval_v import published as humaneval_published
 from lmms_tasks.utils.commands.report import write_report
 from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
+from lmms_tasks.utils.haerae_vision import published as haerae_published
+from lmms_tasks.utils.humaneval_v import published as humaneval_published
 from lmms_tasks.utils.testing.demo import DEMO_MODELS, DemoOutcome
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 

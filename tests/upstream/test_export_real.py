@@ -22,14 +22,14 @@ import lmms_eval
 import pytest
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.upstream.cli import export
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
+from lmms_tasks.utils.commands.upstream.writer import MANIFEST_PATH
 from lmms_tasks.utils.testing.demo import DEMO_ENV, DEMO_MODELS, DemoOutcome
 from lmms_tasks.utils.testing.demo import stage_env as demo_stage_env
 from lmms_tasks.utils.testing.demo import stages as demo_stages
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.commands.upstream.cli import export
-from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
-from lmms_tasks.utils.commands.upstream.writer import MANIFEST_PATH
 
 
 class Site:

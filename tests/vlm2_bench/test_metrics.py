@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from lmms_tasks.utils.vlm2_bench import hooks
+from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 from lmms_tasks.utils.vlm2_bench.metrics import (
     count_item_score,
     count_stats,
@@ -73,11 +73,11 @@ def test_cpr_three_accuracies_with_incomplete_pairs_and_duplicates() -> None:
         assert got.pos_acc == pytest.approx(75.0)
         assert got.pair_acc == pytest.approx(50.0)
     shuffled = _rank_shuffled(items, seed=5)
-    assert hooks.tf_pair_acc(shuffled) == pytest.approx(50.0)
-    assert hooks.tf_pos_acc(shuffled) == pytest.approx(75.0)
-    assert hooks.tf_neg_acc(shuffled) == pytest.approx(75.0)
-    assert hooks.tf_n_pairs(shuffled) == 4
-    assert hooks.vlm2_score(shuffled) == pytest.approx(50.0)
+    assert hooks.agg_tf_pair_acc(shuffled) == pytest.approx(50.0)
+    assert hooks.agg_tf_pos_acc(shuffled) == pytest.approx(75.0)
+    assert hooks.agg_tf_neg_acc(shuffled) == pytest.approx(75.0)
+    assert hooks.agg_tf_n_pairs(shuffled) == 4
+    assert hooks.agg_vlm2_score(shuffled) == pytest.approx(50.0)
 
 
 def test_pc_cpr_strips_tf_prefix_but_oc_does_not() -> None:
@@ -86,11 +86,11 @@ def test_pc_cpr_strips_tf_prefix_but_oc_does_not() -> None:
         _item("pc_cpr", 1, "1_n", "F", "F"),  # pairs with tf_1_p once the prefix is stripped
         _item("pc_cpr", 2, "tf_2_n", "F", "T"),  # incomplete
     ]
-    assert hooks.tf_n_pairs(_rank_shuffled(items)) == 1
-    assert hooks.tf_pair_acc(_rank_shuffled(items)) == pytest.approx(100.0)
+    assert hooks.agg_tf_n_pairs(_rank_shuffled(items)) == 1
+    assert hooks.agg_tf_pair_acc(_rank_shuffled(items)) == pytest.approx(100.0)
     as_oc = [dict(item, subtask="oc_cpr") for item in items]
-    assert hooks.tf_n_pairs(as_oc) == 0  # "tf_1_p" -> main "tf", suffix "1_p": skipped
-    assert hooks.tf_pair_acc(as_oc) == 0.0
+    assert hooks.agg_tf_n_pairs(as_oc) == 0  # "tf_1_p" -> main "tf", suffix "1_p": skipped
+    assert hooks.agg_tf_pair_acc(as_oc) == 0.0
 
 
 def test_gc_groups_by_raw_q_id_and_counts_singletons() -> None:
@@ -110,10 +110,10 @@ def test_gc_groups_by_raw_q_id_and_counts_singletons() -> None:
     # exact: p ok a,c=2 ("t" != "T", "I can't say" != "T"); n ok b=1; both: none
     assert (exact.correct_pos, exact.correct_neg, exact.correct_pairs, exact.n) == (2, 1, 0, 4)
     shuffled = _rank_shuffled(items, seed=2)
-    assert hooks.vlm2_score(shuffled) == pytest.approx(50.0)
-    assert hooks.gc_exact_pair_acc(shuffled) == 0.0
-    assert hooks.gc_exact_pos_acc(shuffled) == pytest.approx(50.0)
-    assert hooks.gc_exact_neg_acc(shuffled) == pytest.approx(25.0)
+    assert hooks.agg_vlm2_score(shuffled) == pytest.approx(50.0)
+    assert hooks.agg_gc_exact_pair_acc(shuffled) == 0.0
+    assert hooks.agg_gc_exact_pos_acc(shuffled) == pytest.approx(50.0)
+    assert hooks.agg_gc_exact_neg_acc(shuffled) == pytest.approx(25.0)
 
 
 # -- counting --------------------------------------------------------------------------------------------------
@@ -168,10 +168,10 @@ def test_count_stats_valid_only_strict_and_accuracy() -> None:
     assert s.strict_score == pytest.approx((100 + ten + 0) / 7)
     assert s.accuracy == pytest.approx(100 * 1 / 7)
     shuffled = _rank_shuffled(items, seed=9)
-    assert hooks.vlm2_score(shuffled) == pytest.approx((100 + ten) / 3)
-    assert hooks.cnt_strict_score(shuffled) == pytest.approx((100 + ten) / 7)
-    assert hooks.cnt_acc(shuffled) == pytest.approx(100 / 7)
-    assert (hooks.cnt_n_valid(shuffled), hooks.cnt_n_unparsed(shuffled), hooks.cnt_n_out_of_range(shuffled)) == (3, 1, 2)
+    assert hooks.agg_vlm2_score(shuffled) == pytest.approx((100 + ten) / 3)
+    assert hooks.agg_cnt_strict_score(shuffled) == pytest.approx((100 + ten) / 7)
+    assert hooks.agg_cnt_acc(shuffled) == pytest.approx(100 / 7)
+    assert (hooks.agg_cnt_n_valid(shuffled), hooks.agg_cnt_n_unparsed(shuffled), hooks.agg_cnt_n_out_of_range(shuffled)) == (3, 1, 2)
 
 
 # -- grouping --------------------------------------------------------------------------------------------------
@@ -184,13 +184,25 @@ def test_grouping_accuracy_keeps_wrong_formats_in_the_denominator() -> None:
         _item("pc_grp", 2, "c", "(C) 1, 3 and 4", "Answer: (C)"),
         _item("pc_grp", 3, "d", "(D) 1 and 4", "(D) 1 and 4"),
     ]
-    assert hooks.grp_acc(_rank_shuffled(items)) == pytest.approx(50.0)
-    assert hooks.grp_n(items) == 4
-    # the overall numbers are the group's: each subtask's row names the group and carries its score
-    for metric in (hooks.vlm2_img8_score, hooks.vlm2_gap_to_human, hooks.vlm2_exact_score, hooks.vlm2_exact_img8_score):
-        value = metric(items)
-        assert value == f"reported by group vlm2_bench ({metric.__name__})"
-        assert value.payload == {"subtask": "pc_grp", "score": pytest.approx(50.0)}
+    assert hooks.agg_grp_acc(_rank_shuffled(items)) == pytest.approx(50.0)
+    assert hooks.agg_grp_n(items) == 4
+    assert hooks.agg_vlm2_exact_score(items) == pytest.approx(50.0)  # no exact-match mode for grouping
+
+
+def test_group_only_metrics_take_the_subtasks_by_name() -> None:
+    names = [f"vlm2_bench_{s}" for s in SUBTASKS]
+    scores = [10.0 * (i + 1) for i in range(len(names))]  # 10 .. 90, pc_vid last (90)
+    stderrs = [1.0] * len(names)
+    assert hooks.group_mean(scores, [1] * 9, False, subtasks=names) == pytest.approx(50.0)
+    assert hooks.group_overall(scores[::-1], [1] * 9, False, subtasks=names[::-1]) == pytest.approx(50.0)
+    assert hooks.group_img8_score(scores, [1] * 9, False, subtasks=names) == pytest.approx(45.0)  # 10..80
+    assert hooks.group_gap_to_human(scores, [1] * 9, False, subtasks=names) == pytest.approx(50.0 - 95.16)
+    # independent subtasks: sqrt(sum se^2) / k
+    assert hooks.group_mean.stderr(stderrs, [1] * 9, False, subtasks=names) == pytest.approx(3.0 / 9)
+    assert hooks.group_img8_score.stderr(stderrs, [1] * 9, False, subtasks=names) == pytest.approx(8**0.5 / 8)
+    # a missing subtask: logged, not raised (the run's results would be lost)
+    assert hooks.group_overall(scores[:8], [1] * 8, False, subtasks=names[:8]) is None
+    assert hooks.group_img8_score(scores[1:], [1] * 8, False, subtasks=names[1:]) is None
 
 
 # -- video -----------------------------------------------------------------------------------------------------
@@ -219,4 +231,4 @@ def test_vid_stats_macro_average_drops_unparsed_and_does_not_clip() -> None:
 def test_mixed_subtasks_are_refused() -> None:
     items = [_item("oc_cpr", 0, "1_p", "T", "T"), _item("pc_cpr", 1, "1_n", "F", "F")]
     with pytest.raises(ValueError, match="several subtasks"):
-        hooks.tf_pair_acc(items)
+        hooks.agg_tf_pair_acc(items)

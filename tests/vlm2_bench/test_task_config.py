@@ -1,5 +1,5 @@
 """The task folder: every task and group registers, each YAML's metric_list matches what process_results
-returns, group metric names match no other metric by substring, generation settings are the official ones."""
+returns, group-only metrics are the group's alone, generation settings are the official ones."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]
 GROUPS = {"vlm2_bench", "vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"}
-GROUP_METRICS = ("vlm2_score", "vlm2_img8_score", "vlm2_gap_to_human", "vlm2_exact_score", "vlm2_exact_img8_score")
+GROUP_ONLY = ("vlm2_img8_score", "vlm2_gap_to_human", "vlm2_exact_img8_score")
+HOOKS = "!function lmms_tasks.utils.vlm2_bench.hooks."
 
 
 def test_tasks_and_groups_register_with_lmms_eval() -> None:
@@ -27,18 +28,28 @@ def test_metric_list_matches_process_results(subtask: str) -> None:
     config = task_config(f"vlm2_bench_{subtask}")
     names = [entry["metric"] for entry in config["metric_list"]]
     assert tuple(names) == hooks.metric_names(subtask)
-    assert all(entry["aggregation"] == f"!function utils.{entry['metric']}" for entry in config["metric_list"])
-    assert config["process_docs"] == f"!function utils.process_docs_{subtask}"
+    assert all(entry["aggregation"] == f"{HOOKS}agg_{entry['metric']}" for entry in config["metric_list"])
+    assert config["custom_dataset"] == f"!function utils.dataset_{subtask}" and "process_docs" not in config
     expected_tokens = 512 if subtask.startswith("gc") or subtask == "pc_vid" else 2048
     assert config["generation_kwargs"] == {"max_new_tokens": expected_tokens, "temperature": 0, "do_sample": False, "until": []}
-    assert (subtask == "pc_vid") == ("vlm2_img8_score" not in names) == ("vlm2_exact_img8_score" not in names)
-    assert {"vlm2_score", "vlm2_gap_to_human", "vlm2_exact_score"} <= set(names)
+    assert {"vlm2_score", "vlm2_exact_score"} <= set(names) and not set(GROUP_ONLY) & set(names)
+    assert config["reasoning_tags"] == "none" and config.get("strip_responses", True) is True  # official: output.strip()
 
 
-def test_group_metric_names_match_only_themselves_by_substring() -> None:
-    all_names = {name for subtask in SUBTASKS for name in hooks.metric_names(subtask)}
-    for group_metric in GROUP_METRICS:
-        assert {name for name in all_names if group_metric in name} == {group_metric}
+def test_group_only_metrics_come_from_the_subtask_scores() -> None:
+    entries = {e.get("group_metric") or e["metric"]: e for e in task_config_group("vlm2_bench")["aggregate_metric_list"]}
+    assert set(entries) == {"vlm2_score", "vlm2_exact_score", *GROUP_ONLY}
+    assert all(e.get("match") == "exact" or e.get("group_metric") for e in entries.values())
+    assert entries["vlm2_img8_score"]["metric"] == entries["vlm2_gap_to_human"]["metric"] == "vlm2_score"
+    assert entries["vlm2_exact_img8_score"]["metric"] == "vlm2_exact_score"
+
+
+def task_config_group(name: str) -> dict:
+    import yaml
+
+    from lmms_tasks.utils.services.taskconfig import _Loader
+
+    return yaml.load((__import__("pathlib").Path(tasks_path()) / "vlm2_bench" / f"{name}.yaml").read_text(), Loader=_Loader)
 
 
 def test_every_hook_named_in_the_yamls_exists_in_the_thin_utils() -> None:
@@ -52,6 +63,7 @@ def test_every_hook_named_in_the_yamls_exists_in_the_thin_utils() -> None:
     for task in TASKS:
         config = task_config(task)
         referenced = [v for v in config.values() if isinstance(v, str) and v.startswith("!function utils.")]
-        referenced += [e["aggregation"] for e in config["metric_list"]]
         for ref in referenced:
             assert callable(getattr(module, ref.split("utils.", 1)[1])), ref
+        for entry in config["metric_list"]:  # the per-kind templates name the library's functions directly
+            assert callable(getattr(hooks, entry["aggregation"].removeprefix(HOOKS))), entry

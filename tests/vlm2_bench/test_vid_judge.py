@@ -57,15 +57,14 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     ]
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
     # AB: mean(1, 0) = 50%; ABA: mean(2, 1) / 2 = 75%; score (50 + 75) / 2
-    assert hooks.vlm2_score(items[::-1], args) == pytest.approx(62.5)
-    assert hooks.vid_ab_pct(items, args) == pytest.approx(50.0)
-    assert hooks.vid_aba_pct(items, args) == pytest.approx(75.0)
-    assert (hooks.vid_n_ab(items, args), hooks.vid_n_aba(items, args)) == (2, 2)
-    assert hooks.vid_judge_unparsed(items, args) == 1
-    assert hooks.vid_judge_failed(items, args) == 1
-    assert hooks.vlm2_gap_to_human(items, args).payload == {"subtask": "pc_vid", "score": pytest.approx(62.5)}
-    assert hooks.vlm2_exact_score(items, args).payload == {"subtask": "pc_vid", "score": pytest.approx(62.5)}
-    assert "judge=stand-in-judge" in hooks.vid_judge_info(items, args)
+    assert hooks.agg_vlm2_score(items[::-1], args) == pytest.approx(62.5)
+    assert hooks.agg_vid_ab_pct(items, args) == pytest.approx(50.0)
+    assert hooks.agg_vid_aba_pct(items, args) == pytest.approx(75.0)
+    assert (hooks.agg_vid_n_ab(items, args), hooks.agg_vid_n_aba(items, args)) == (2, 2)
+    assert hooks.agg_vid_judge_unparsed(items, args) == 1
+    assert hooks.agg_vid_judge_failed(items, args) == 1
+    assert hooks.agg_vlm2_exact_score(items, args) == pytest.approx(62.5)  # no exact-match mode for VID
+    assert "judge=stand-in-judge" in hooks.agg_vid_judge_info(items, args)
 
     judged = [r for r in server.requests if r.status == 200]
     assert len(judged) == 5  # one batch shared by every metric (memoized), retries aside

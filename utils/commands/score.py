@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.services import judge, status as run_status
+from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.taskconfig import task_yaml_path

@@ -1,1 +1,57 @@
-"""The only place that adapts to lmms-eval 0.7.3's behaviour."""
+"""The only place that adapts lmms-tasks to lmms-eval 0.7.3: backports of our upstream patch series.
+
+Our task YAMLs and hooks are written for an lmms-eval that has the features our patch series adds
+(`python -m lmms_tasks export-upstream --patches DIR` writes the series; `docs/UPSTREAM.md`). On a stock
+lmms-eval 0.7.3 each shim here installs the same feature at run time; each one checks first whether
+lmms-eval already has it (feature detection, never a version string) and then does nothing, so every shim
+retires itself once its patch is merged. Nothing else in lmms-tasks patches lmms-eval, no service or
+benchmark library imports this package, and `export-upstream` never exports it.
+
+| shim | feature (patch that retires it) |
+|---|---|
+| `task_config` | `TaskConfig.strip_responses` and `TaskConfig.custom_dataset` accepted (0001, 0004) |
+| `responses` | `strip_responses: false` keeps responses unstripped (0001-task-strip-responses) |
+| `groups` | group aggregation with `match: exact`, `group_metric`, `subtasks=` and `.stderr` (0002) |
+| `exit_status` | a non-zero exit status for incomplete scoring and caught evaluation errors (0003) |
+| `datasets` | `custom_dataset` loaders, retried for network errors only, `process_docs` not retried (0004) |
+| `stderr` | an aggregation's own `.stderr` fills `<metric>_stderr` (0005) |
+
+`activate()` is called by each task folder's `utils.py` when lmms-eval first resolves one of its
+`!function` tags, i.e. before any of our task or group configs is built.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+
+from lmms_tasks.utils.compat import datasets, exit_status, groups, responses, stderr, task_config
+from lmms_tasks.utils.services.logging import logger
+
+SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, stderr, exit_status)
+
+_lock = threading.Lock()
+_done = False
+_installed: list[str] = []
+
+
+def activate() -> list[str]:
+    """Install every shim whose feature this lmms-eval lacks (once per process); the names installed."""
+    global _done
+    with _lock:
+        if _done:
+            return list(_installed)
+        _done = True
+        missing = [shim for shim in SHIMS if not shim.present()]  # probe lmms-eval as it is, before any install
+        for shim in missing:
+            if shim.install():
+                _installed.append(shim.NAME)
+        if _installed:
+            logger.debug(f"lmms-tasks compat: backported to this lmms-eval: {', '.join(_installed)}")
+        return list(_installed)
+
+
+def installed() -> list[str]:
+    """The shims active in this process (empty on an lmms-eval that has every feature)."""
+    with _lock:
+        return list(_installed)

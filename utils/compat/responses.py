@@ -1,65 +1,49 @@
-"""Keep a model response byte for byte on its way to a task's `process_results`.
+"""Backport: `strip_responses: false` keeps a task's responses as generated (patch 0001).
 
-lmms-eval 0.7.3 changes every `generate_until` response before a task's hook sees it, in two places:
-- `evaluator._process_document_results` strips reasoning blocks with `reasoning_tags` (CLI default
-  `<think>`/`<analysis>` pairs; `reasoning_tags: none` in the task YAML turns that off), and
-  `strip_reasoning_tags` ends with `result.strip()`;
-- `ConfigurableTask.process_results` then calls `res.strip()` on every response, unconditionally.
-
-Where the official scorer reads the raw output (HumanEval-V's `post_process` glues an indented body-only
-completion to the signature, so leading whitespace decides pass or fail), a task adds the `KeepRaw` filter
-at the end of its filter pipelines and pins `reasoning_tags: none`. The filter wraps each response in
-`RawResponse`, a `str` whose `strip()` family returns it unchanged, so the hook receives exactly what the
-model produced. It pickles and serialises as a plain `str` (the samples file shows the raw text).
+lmms-eval 0.7.3's `ConfigurableTask.process_results` calls `.strip()` on every `generate_until` response
+before the task's hook sees it. Where the official scorer reads raw output (HumanEval-V's `post_process`
+glues an indented body-only completion to the signature, so leading whitespace decides pass or fail), the
+task sets `strip_responses: false` (and `reasoning_tags: none`). The shim makes 0.7.3 honour that field:
+for such a task the hook receives the responses unchanged (None becomes "", as lmms-eval does); every
+other task goes through lmms-eval's own method.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-
-class RawResponse(str):
-    """A response that lmms-eval's unconditional `.strip()` leaves as it is."""
-
-    __slots__ = ()
-
-    def strip(self, chars: str | None = None) -> RawResponse:  # type: ignore[override]
-        return self
-
-    def lstrip(self, chars: str | None = None) -> RawResponse:  # type: ignore[override]
-        return self
-
-    def rstrip(self, chars: str | None = None) -> RawResponse:  # type: ignore[override]
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (str, (str(self),))  # across ranks and into logs it travels as a plain string
+NAME = "responses"
+PATCHES = ("0001-task-strip-responses",)
+GENERATION_TYPES = ("generate_until", "generate_visual_cot")
 
 
-def keep_raw(response: Any) -> Any:
-    """Wrap one response (or each response of a `take_first_k` list); `None` becomes "" as lmms-eval does."""
-    if isinstance(response, list):
-        return [keep_raw(r) for r in response]
-    if response is None:
-        return RawResponse("")
-    return RawResponse(response) if isinstance(response, str) else response
+def present() -> bool:
+    import dataclasses
+
+    from lmms_eval.api.task import TaskConfig
+
+    return "strip_responses" in {f.name for f in dataclasses.fields(TaskConfig)}
 
 
-class KeepRaw:
-    """lmms-eval filter (the last step of a `filter_list` pipeline): responses reach the hook unstripped.
-
-    Used from YAML as `{function: !function utils.KeepRaw}`; lmms-eval instantiates it with no arguments
-    and calls `apply(resps, docs)` with the previous step's per-document responses."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        if kwargs:
-            raise TypeError(f"KeepRaw takes no arguments, got {sorted(kwargs)}")
-
-    def apply(self, resps: Iterable[Any], docs: Any) -> list[Any]:
-        return [keep_raw(r) for r in resps]
+def raw_responses(results: Any) -> list[Any]:
+    """The responses as generated: a `take_first_k` list of lists gives its first list; None becomes ""."""
+    if isinstance(results, list) and results and isinstance(results[0], list):
+        results = results[0]
+    return ["" if r is None else r for r in results]
 
 
-def plain(response: Any) -> str:
-    """The response as a plain `str` (what a hook stores and scores)."""
-    return "" if response is None else str(response)
+def install() -> bool:
+    from lmms_eval.api.task import ConfigurableTask
+
+    original = ConfigurableTask.process_results
+
+    def process_results(self: Any, doc: Any, results: Any, full_docs: Any = None) -> Any:
+        config = self.config
+        if getattr(config, "strip_responses", True) or self.OUTPUT_TYPE not in GENERATION_TYPES or not callable(config.process_results):
+            return original(self, doc, results, full_docs)
+        kwargs = {} if full_docs is None else {"full_docs": full_docs}
+        return config.process_results(doc, raw_responses(results), **kwargs)
+
+    process_results.__wrapped__ = original  # type: ignore[attr-defined]
+    ConfigurableTask.process_results = process_results
+    return True

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import datasets
 
-from lmms_tasks.utils.services import schema
-from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist
+from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 
 # The HF dataset's commit could not be resolved offline when this port was written: "main" is pinned
 # explicitly here, in this one place (see the task README). Replace it with a commit sha to freeze the data.

@@ -9,7 +9,9 @@ several metrics of one task cost one batch.
 Official aggregation (earlier repo's `merge_scores.ipynb`, spec 3.5): a missing score (judge transport
 failure, no / several `<score>` tags, zero denominator) counts as 0.0 in the mean; scores are not clipped;
 scale 0-1. Per-category means use the same rule. The group reports the gap explicit - original, paired by
-`question_idx` over the items both variants scored.
+`question_idx` over the items both variants scored: each task's latest `ScoredTask` is kept by task name
+(`scored`), and the group aggregation, which lmms-eval runs on the same rank right after the tasks', looks
+both up by the subtask names it receives.
 """
 
 from __future__ import annotations
@@ -20,24 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_tasks.utils.services.cache import content_key
-from lmms_tasks.utils.compat.group_inputs import GroupInput, payloads
 from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
+from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.services.logging import logger
 
-METRICS = ("haerae_vision_score", "judge_failures", "category_scores", "judge_info", "underspec_gap")
+METRICS = ("haerae_vision_score", "judge_failures", "category_scores", "judge_info")
 ITEM_FIELDS = ("task", "variant", "question_idx", "category", "question_used", "checklist_text", "response")
 
 
 class ItemError(ValueError):
     """A per-document item is malformed; the message names the task and question_idx at fault."""
-
-
-def variant_metric(variant: str) -> str:
-    """`score_original` / `score_explicit`: the task's score under a name the group can report."""
-    return f"score_{variant}"
 
 
 # -- per document ----------------------------------------------------------------------------------------
@@ -55,8 +51,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         "checklist_text": str(doc["checklist_text"]),
         "response": clean_response(raw),
     }
-    keys = (*METRICS, variant_metric(item["variant"]))
-    return {key: item for key in keys}
+    return {key: item for key in METRICS}
 
 
 # -- judging ---------------------------------------------------------------------------------------------
@@ -152,31 +147,10 @@ def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
     return requests
 
 
-def make_process_docs(variant: str) -> Any:
-    """`process_docs` of one variant's task: the judge settings first (a malformed one stops the run before
-    any inference), then the checked documents; any error stops the run (`run_status.stops_run`)."""
-    import datasets
-
-    from lmms_tasks.utils.haerae_vision import data, task_name
-    from lmms_tasks.utils.services.status import stops_run
-    from lmms_tasks.utils.services.model_args import warn_about_model_args
-
-    task = task_name(variant)
-
-    @stops_run(task)
-    def process_docs(dataset: datasets.Dataset | None) -> datasets.Dataset:
-        judge_config(task)
-        warn_about_model_args(task)
-        return data.load_docs(variant)
-
-    process_docs.__name__ = f"process_docs_{variant}"
-    return process_docs
-
-
 def judge_config(task: str) -> Any:
     """The task's judge settings (official defaults < LMMS_TASKS_JUDGE_* < YAML metadata.judge).
 
-    Also called from `process_docs`, so a malformed setting stops the run before any inference.
+    Also called by the task's data loader, so a malformed setting stops the run before any inference.
     """
     from lmms_tasks.utils.services.judge import JudgeConfig
 
@@ -202,45 +176,23 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None) -> ScoredT
     )
     scores = {item["question_idx"]: batch.outcomes[item["question_idx"]].parsed for item in checked}
     categories = {item["question_idx"]: item["category"] for item in checked}
-    return ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch))
+    result = ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch))
+    with _scored_lock:
+        _scored[task] = result
+    return result
 
 
-# -- task aggregations -----------------------------------------------------------------------------------
+_scored_lock = threading.Lock()
+_scored: dict[str, ScoredTask] = {}
 
 
-def aggregate_score(items: list[Mapping[str, Any]], args: Any = None) -> float:
-    """Mean item score, a missing score counting 0 (official), on the 0-1 scale."""
-    return scored_task(items, args).mean()
+def scored(task: str) -> ScoredTask | None:
+    """The latest `ScoredTask` of `task` in this process (None if it was not scored here)."""
+    with _scored_lock:
+        return _scored.get(task)
 
 
-def aggregate_judge_failures(items: list[Mapping[str, Any]], args: Any = None) -> int:
-    """Items without a score: judge transport failures plus unparseable judge replies."""
-    return scored_task(items, args).failures
-
-
-def aggregate_category_scores(items: list[Mapping[str, Any]], args: Any = None) -> dict[str, float]:
-    """Mean score per category (Korean names as in the data), missing scores counting 0."""
-    return scored_task(items, args).category_means()
-
-
-def aggregate_judge_info(items: list[Mapping[str, Any]], args: Any = None) -> str:
-    """Judge provenance: model, endpoint, prompt sha256, counts and tokens."""
-    return scored_task(items, args).judge_info
-
-
-def paired_scores(variant: str, scores: Mapping[str, float]) -> GroupInput:
-    """A task's per-item scores for the group's gap (`GroupInput` payload: variant and scores by question_idx)."""
-    text = f"{variant}: {len(scores)} items scored; the gap is reported by group haerae_vision"
-    return GroupInput(text, {"variant": variant, "scores": dict(scores)})
-
-
-def aggregate_paired_scores(items: list[Mapping[str, Any]], args: Any = None) -> GroupInput:
-    """The `underspec_gap` value of one task: its counted per-item scores, for the group to pair."""
-    scored = scored_task(items, args)
-    return paired_scores(scored.variant, {qid: scored.counted(qid) for qid in scored.scores})
-
-
-# -- group aggregations (lmms-eval calls them with the subtasks' values, sizes and weight_by_size) --------
+# -- the under-specification gap ----------------------------------------------------------------------
 
 
 def underspec_gap(original: Mapping[str, float], explicit: Mapping[str, float]) -> tuple[float, int]:
@@ -251,32 +203,14 @@ def underspec_gap(original: Mapping[str, float], explicit: Mapping[str, float]) 
     return sum(explicit[q] - original[q] for q in common) / len(common), len(common)
 
 
-def group_underspec_gap(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
-    """The group's `underspec_gap`: explicit minus original, paired by question_idx (0-1 scale).
-
-    Runs after every task is scored, so a gap that cannot be formed (a variant missing, no shared item)
-    is logged and reported as None rather than raised: raising here would discard the finished run.
-    """
-    try:
-        return paired_gap(metrics)
-    except (TypeError, ValueError) as exc:
-        logger.error(f"haerae_vision underspec_gap not computed: {exc}")
-        return None
-
-
-def paired_gap(metrics: Sequence[Any]) -> float:
-    """explicit - original from the subtasks' `paired_scores`; raises when they cannot be paired."""
-    by_variant = {payload["variant"]: payload["scores"] for payload in payloads(metrics, "underspec_gap")}
+def paired_gap(by_variant: Mapping[str, ScoredTask]) -> float:
+    """explicit - original from the two variants' scored tasks; raises when they cannot be paired."""
     missing = [v for v in VARIANTS if v not in by_variant]
     if missing:
         raise ValueError(f"HAERAE-Vision gap needs both variants; missing {missing}")
-    original, explicit = by_variant["original"], by_variant["explicit"]
+    original = {q: by_variant["original"].counted(q) for q in by_variant["original"].scores}
+    explicit = {q: by_variant["explicit"].counted(q) for q in by_variant["explicit"].scores}
     gap, n = underspec_gap(original, explicit)
     if n != len(original) or n != len(explicit):
         logger.warning(f"haerae_vision gap over the {n} items both variants scored ({len(original)} original, {len(explicit)} explicit)")
     return gap
-
-
-def group_sum(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> int:
-    """The group's judge_failures: the subtasks' counts added."""
-    return int(sum(int(m) for m in metrics))

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.humaneval_v import gate
+from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.sandbox import Limits, SandboxPool, default_cache_dir, default_workers
 
@@ -27,12 +27,11 @@ OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
 OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)
 
 
-class CodeExecutionNotAllowed(BaseException):
-    """Raised when HumanEval-V would execute model code without the user's opt-in.
+class CodeExecutionNotAllowed(RuntimeError):
+    """Raised when HumanEval-V would execute model code without the user's opt-in: by the task's data
+    loader, so the run stops before any inference (exit status 1, like bad data)."""
 
-    A BaseException on purpose: lmms-eval retries `Exception`s raised while loading a task (5 times,
-    2 s apart) and swallows them in the CLI; the refusal must stop the run at once, before inference.
-    """
+    exit_status = 1
 
 
 def execution_allowed() -> bool:

@@ -1,8 +1,10 @@
 """lmms-eval hooks for the HumanEval-V tasks (the task folder's utils.py re-exports these).
 
-Every task stamps its name and setting into its documents in `process_docs` (lmms-eval passes no task
-config to `process_results`); `process_results` only post-processes text (cheap, thread-safe);
-aggregation functions gate and execute one task's programs as one memoized batch on rank 0.
+Every task's `custom_dataset` loader (`dataset_for`) stamps the task's name and setting into its documents
+(lmms-eval passes no task config to `process_results`); `process_results` only post-processes text (cheap,
+thread-safe); aggregation functions (`agg_<metric>`) gate and execute one task's programs as one memoized
+batch on rank 0. The tasks set `strip_responses: false` and `reasoning_tags: none`: the hooks see the
+model's bytes, as the official `post_process` does.
 """
 
 from __future__ import annotations
@@ -12,17 +14,16 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.services import schema
-from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
 from lmms_tasks.utils.humaneval_v.execution import require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
+from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, task_loader
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.compat.responses import plain
-from lmms_tasks.utils.services.status import inspecting, stops_run
 from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.taskconfig import task_metadata
 
 SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
@@ -63,12 +64,12 @@ def capabilities(aspects: Any) -> list[str]:
     return sorted(k for k, v in (aspects or {}).items() if v)
 
 
-def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """`process_docs` for one task: the opt-in check first (before any inference), then the real data."""
+def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+    """The `custom_dataset` loader of one task: the opt-in check first (before any inference), then the
+    checked data, stamped with the task and setting (V2T2C step 2: one document per description)."""
     setting = setting_of(task)
 
-    @stops_run(task)
-    def process_docs(_manifest: datasets.Dataset) -> datasets.Dataset:
+    def build() -> datasets.Dataset:
         metadata = task_metadata(task)
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
@@ -91,13 +92,12 @@ def make_process_docs(task: str) -> Callable[[datasets.Dataset], datasets.Datase
         for doc in text_only:
             found = descriptions.get(str(doc["qid"]))
             if found is None:
-                raise DataError(f"{task}: {samples} has no description for qid {doc['qid']!r}")
+                raise DataError(f"{samples} has no description for qid {doc['qid']!r}")
             for index, description in enumerate(found):
                 rows.append({**doc, **stamp, "hev_sample_index": index, "hev_specification": description})
         return datasets.Dataset.from_list(rows)
 
-    process_docs.__name__ = f"process_docs_{task}"
-    return process_docs
+    return task_loader(task, build)
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
@@ -132,7 +132,7 @@ def _base_item(doc: dict[str, Any]) -> dict[str, Any]:
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Post-process every sample of one document; the programs are executed at aggregation."""
     task = doc["hev_task"]
-    predictions = [plain(r) for r in results]  # raw model output (KeepRaw filter, reasoning_tags: none)
+    predictions = ["" if r is None else str(r) for r in results]  # raw model output (strip_responses: false, reasoning_tags: none)
     item = _base_item(doc)
     item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
     if doc["hev_setting"] == "v2t":

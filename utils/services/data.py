@@ -1,11 +1,10 @@
 """Where each benchmark's data comes from: a local copy named by one environment variable, or the real
 Hugging Face source at a pinned revision.
 
-lmms-eval loads `dataset_path` itself before any hook runs, so a YAML cannot switch sources by
-environment variable. Our task YAMLs therefore load a one-line manifest (`_source.jsonl` in the
-benchmark folder, via lmms-eval's local-`data_files` support) and `process_docs` replaces it with
-the benchmark's real documents through the functions here. Tests point the variables at generated
-fixtures, so this exact code is what they exercise.
+Every task loads its documents through a `custom_dataset` loader made by `task_loader` (lmms-eval calls it
+instead of `datasets.load_dataset`), so one environment variable can switch a benchmark between a local
+copy and the pinned Hub revision. Tests point the variables at generated fixtures, so this exact code is
+what they exercise.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import glob
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,72 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.status import EXIT_DATA
 
 
 class DataError(RuntimeError):
-    """Benchmark data is missing or malformed; the message names the file or record at fault."""
+    """Benchmark data is missing or malformed; the message names the file or record at fault.
+
+    It stops the run before any model request with exit status 1 (`exit_status`, read by lmms-eval's CLI
+    when it catches an evaluation error, and by lmms-tasks' compat layer on lmms-eval 0.7.3)."""
+
+    exit_status = EXIT_DATA
+
+
+class MediaError(RuntimeError):
+    """A media file named by a checked record could not be read while its request was being built (it was
+    readable when the task loaded): the evaluation fails (exit status 4), naming the record and the file."""
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """Worth retrying: a connection or timeout error, a transport error of requests/httpx, or an HTTP 429 or
+    5xx answer from the Hugging Face Hub. Anything else (bad data, a bug) is not."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    try:
+        import requests
+
+        if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
+            return True
+    except ImportError:
+        pass
+    try:
+        import httpx
+
+        if isinstance(exc, httpx.TransportError):
+            return True
+    except ImportError:
+        pass
+    try:
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:
+        return False
+    if isinstance(exc, HfHubHTTPError):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        return status is not None and (status == 429 or status >= 500)
+    return False
+
+
+def task_loader(task: str, build: Callable[[], datasets.Dataset | list[dict[str, Any]]], split: str = "test") -> Callable[..., datasets.DatasetDict]:
+    """The `custom_dataset` loader of one task: `build()`'s documents as split `split`.
+
+    Any error while building or checking the documents becomes a `DataError` that names the task (exit
+    status 1; lmms-eval does not retry it); a network error is raised as it is, so lmms-eval retries it.
+    """
+
+    def load(metadata: Any = None, **_: Any) -> datasets.DatasetDict:
+        try:
+            docs = build()
+        except Exception as exc:  # noqa: BLE001 - every load error must name the task and stop the run
+            if is_network_error(exc):
+                raise
+            raise DataError(f"{task}: {exc}") from exc
+        dataset = docs if isinstance(docs, datasets.Dataset) else datasets.Dataset.from_list(list(docs))
+        return datasets.DatasetDict({split: dataset})
+
+    load.__name__ = f"load_{task}"
+    load.__qualname__ = load.__name__
+    return load
 
 
 @dataclass(frozen=True)

@@ -1,48 +1,29 @@
-"""Make a failed or incomplete evaluation visible to whoever runs it: a clear error and a non-zero exit.
+"""The run's fault registry: what a service could not finish, and the exit status that follows from it.
 
-lmms-eval 0.7.3 hides failures from scripts. `cli_evaluate` catches every `Exception` of a run (a data error
-in `process_docs`, an unreadable image while requests are built, an error in an aggregation), prints
-"Error during evaluation", writes no results and exits 0; `process_docs` itself runs inside a download
-step retried 5 times. Our tasks work around both:
+Services (the judge client, the code sandbox) report here when work they were given cannot be completed
+(judge requests still failing after their retries, programs the sandbox could not run); the run's outputs
+are still written, but its numbers are not final. Whoever ends the run reads the registry:
 
-- **Bad data stops the run at load time.** Each task's `process_docs` is wrapped by `stops_run`: any error
-  while loading and checking the documents is re-raised as `StopEvaluation`, a `BaseException` that
-  lmms-eval neither retries nor catches, so the run ends before any model request with the message
-  (naming the benchmark, file, row and field) and exit status 1.
-- **Faults after generation keep the outputs and fail the exit status.** Judge requests that still fail
-  after their retries and executions the sandbox could not complete are recorded here (`record_incomplete`);
-  lmms-eval then writes its results and samples as usual, and the process exits with `EXIT_INCOMPLETE`
-  instead of 0. An error that lmms-eval swallowed ("Error during evaluation", seen through its logger)
-  makes it exit with `EXIT_FAILED`. `install()` (called by every task's `process_docs`) puts the guard
-  in place: a `sys.exit` that turns a success status into the fault's code, and a log sink.
+- lmms-eval, when it has a run-status API (`lmms_eval.api.run_status`, proposed upstream by our patch
+  series): every report is forwarded to it and the `lmms-eval` command exits with its status;
+- on lmms-eval 0.7.3, which has none, lmms-tasks' compat layer (never exported upstream) sets the same status;
+- `python -m lmms_tasks score` chooses its own exit status from the faults of the task it re-scored.
 
-`python -m lmms_tasks score` reads the same records to choose its own exit status.
+This module knows nothing of how lmms-eval ends a process; it only records. The exit statuses below are
+the same for every entry point (see the README's "When something goes wrong").
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
-import sys
+import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
-from lmms_tasks.utils.services.logging import logger
-
+EXIT_DATA = 1  # bad data stopped the run before any model request (a `DataError` carries it)
 EXIT_INCOMPLETE = 3  # outputs written, but some judgements or executions failed: numbers are not final
-EXIT_FAILED = 4  # lmms-eval reported an error during evaluation (it writes no results then)
-
-SWALLOWED_MARKER = "Error during evaluation"
-
-
-class StopEvaluation(BaseException):
-    """Stops an lmms-eval run at once (a BaseException: lmms-eval neither retries nor swallows it).
-
-    Raised for data that cannot be evaluated correctly; the message names the benchmark, the file, the
-    row or line, the record id and the field."""
+EXIT_FAILED = 4  # an error ended the evaluation (lmms-eval writes no results for it)
 
 
 @dataclass(frozen=True)
@@ -54,25 +35,32 @@ class Fault:
 
 _faults: list[Fault] = []
 _lock = threading.Lock()
-_installed = False
-_real_exit: Callable[..., Any] = sys.exit
 
-F = TypeVar("F", bound=Callable[..., Any])
+
+def record(fault: Fault) -> None:
+    """Add a fault. Never logs (a log sink may call this) and never raises."""
+    with _lock:
+        _faults.append(fault)
 
 
 def record_incomplete(task: str, message: str) -> None:
-    """Scoring of `task` is incomplete (the run's outputs are still written); logged as an error."""
-    _record(Fault(EXIT_INCOMPLETE, task, message))
+    """Scoring of `task` is incomplete; the run's outputs are still written. Logged once, and forwarded to
+    lmms-eval's run-status API when it has one, so its command exits with `EXIT_INCOMPLETE` by itself."""
+    from lmms_tasks.utils.services.logging import logger
+
+    record(Fault(EXIT_INCOMPLETE, task, message))
+    logger.error(f"{task}: {message}")
+    report = _runner_report_incomplete()
+    if report is not None:
+        report(task, message)
 
 
-def record_failed(task: str, message: str) -> None:
-    _record(Fault(EXIT_FAILED, task, message))
-
-
-def _record(fault: Fault) -> None:
-    with _lock:
-        _faults.append(fault)
-    logger.error(f"{fault.task}: {fault.message}")
+def _runner_report_incomplete():  # noqa: ANN202 - Callable[[str, str], None] | None
+    try:
+        module = importlib.import_module("lmms_eval.api.run_status")
+    except ImportError:
+        return None
+    return getattr(module, "report_incomplete", None)
 
 
 def faults(task: str | None = None) -> list[Fault]:
@@ -86,51 +74,10 @@ def clear() -> None:
 
 
 def exit_code() -> int:
-    """The status a finished run should have: 0, EXIT_INCOMPLETE or EXIT_FAILED (the worst recorded)."""
+    """The status the recorded faults call for: the highest code recorded, 0 when there is none (so a
+    run with a failed judgement and an evaluation error exits `EXIT_FAILED`, not `EXIT_INCOMPLETE`)."""
     with _lock:
         return max((f.code for f in _faults), default=0)
-
-
-def _guarded_exit(status: Any = None) -> None:
-    code = exit_code()
-    if code and status in (None, 0):
-        with _lock:
-            listed = list(_faults)
-        print(f"lmms-tasks: exit status {code}: {len(listed)} problem(s) in this run:", file=sys.stderr)
-        for fault in listed[:20]:
-            print(f"  - {fault.task}: {fault.message}", file=sys.stderr)
-        sys.stderr.flush()
-        status = code
-    _real_exit(status)
-
-
-def _sink(message: Any) -> None:
-    record = message.record
-    if SWALLOWED_MARKER in record["message"] and record["name"].startswith("lmms_eval"):
-        _record(Fault(EXIT_FAILED, "lmms-eval", "the run failed and wrote no results (see the traceback above)"))
-
-
-def running_lmms_eval_cli() -> bool:
-    """Whether this process is the lmms-eval command (`lmms-eval ...`, `python -m lmms_eval ...`, a rank
-    started by `accelerate launch -m lmms_eval`): the only place the exit status is ours to fix. A user's
-    own script calling lmms-eval's Python API, or a test process, keeps its exit status."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is not None and (spec.name or "").split(".")[0] == "lmms_eval":
-        return True
-    return os.path.basename(sys.argv[0] if sys.argv else "") in ("lmms-eval", "lmms_eval")
-
-
-def install() -> None:
-    """Put the exit-status guard in place (idempotent). Only in the lmms-eval command's process; even
-    there nothing changes unless a fault is recorded."""
-    global _installed
-    with _lock:
-        if _installed or not running_lmms_eval_cli():
-            return
-        _installed = True
-    sys.exit = _guarded_exit  # type: ignore[assignment]
-    logger.add(_sink, level="ERROR", format="{message}")
 
 
 _inspecting = threading.Event()
@@ -149,22 +96,3 @@ def inspecting_documents() -> Iterator[None]:
 
 def inspecting() -> bool:
     return _inspecting.is_set()
-
-
-def stops_run(task: str) -> Callable[[F], F]:
-    """Decorator for a task's `process_docs`: install the guard; any load or check error stops the run."""
-
-    def wrap(fn: F) -> F:
-        @functools.wraps(fn)
-        def hook(*args: Any, **kwargs: Any) -> Any:
-            install()
-            try:
-                return fn(*args, **kwargs)
-            except StopEvaluation:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every load error must stop the run, not be retried
-                raise StopEvaluation(f"{task}: {exc}") from exc
-
-        return hook  # type: ignore[return-value]
-
-    return wrap

@@ -31,7 +31,7 @@ def _load_with_includes(path: Path) -> dict[str, Any]:
     if not includes:
         return config
     merged: dict[str, Any] = {}
-    for include in [includes] if isinstance(includes, str) else includes:
+    for include in reversed([includes] if isinstance(includes, str) else includes):  # lmms-eval: the first listed wins
         merged.update(_load_with_includes((path.parent / include).resolve()))
     merged.update(config)
     return merged

@@ -112,21 +112,53 @@ def lmms_eval_command(
     model_args: Mapping[str, Any] | None = None,
     extra_args: Iterable[str] = (),
     include_path: str | None = None,
+    entry: str | None = None,
 ) -> list[str]:
     """The exact command line a user would type, for `--model openai` against `base_url`."""
     args = {"model_version": model_version, "base_url": base_url, "api_key": "EMPTY", "num_concurrent": num_concurrent, "max_retries": 2}
     args.update(model_args or {})
     model_arg_string = ",".join(f"{k}={v}" for k, v in args.items())
     return cli_command(
-        "openai", model_arg_string, tasks, output_dir, num_processes=num_processes, limit=limit, extra_args=extra_args, include_path=include_path
+        "openai",
+        model_arg_string,
+        tasks,
+        output_dir,
+        num_processes=num_processes,
+        limit=limit,
+        extra_args=extra_args,
+        include_path=include_path,
+        entry=entry,
     )
 
 
-def launcher(num_processes: int = 1) -> list[str]:
-    """`python -m lmms_eval`, or under `accelerate launch --num_processes N` (`--multi_gpu`: on a CPU-only
-    machine accelerate starts N processes only with it; they use gloo)."""
+ENTRY_POINTS = ("console", "eval", "module", "accelerate")
+
+
+def console_script() -> str:
+    """The `lmms-eval` console script installed next to this interpreter (what the README's commands run)."""
+    script = Path(sys.executable).parent / "lmms-eval"
+    if not script.is_file():
+        raise FileNotFoundError(f"no lmms-eval console script beside {sys.executable}")
+    return str(script)
+
+
+def launcher(num_processes: int = 1, entry: str | None = None) -> list[str]:
+    """How a user starts lmms-eval: the `lmms-eval` console script (`console`, the README's command and the
+    default for one process), `lmms-eval eval` (`eval`), `python -m lmms_eval` (`module`), or
+    `accelerate launch --num_processes N -m lmms_eval` (`accelerate`, the default for N > 1; `--multi_gpu`:
+    on a CPU-only machine accelerate starts N processes only with it; they use gloo)."""
+    entry = entry or ("accelerate" if num_processes > 1 else "console")
+    if entry not in ENTRY_POINTS:
+        raise ValueError(f"entry must be one of {ENTRY_POINTS}, got {entry!r}")
+    if entry == "accelerate":
+        processes = max(num_processes, 2)
+        return [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(processes), "--num_machines", "1", "--multi_gpu", "-m", "lmms_eval"]
     if num_processes > 1:
-        return [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(num_processes), "--num_machines", "1", "--multi_gpu", "-m", "lmms_eval"]
+        raise ValueError(f"{entry!r} starts one process; use entry='accelerate' for {num_processes}")
+    if entry == "console":
+        return [console_script()]
+    if entry == "eval":
+        return [console_script(), "eval"]
     return [sys.executable, "-m", "lmms_eval"]
 
 
@@ -140,10 +172,11 @@ def cli_command(
     limit: int | float | None = None,
     extra_args: Iterable[str] = (),
     include_path: str | None = None,
+    entry: str | None = None,
 ) -> list[str]:
     """`lmms-eval --model MODEL --model_args MODEL_ARGS --tasks ... --log_samples` for any backend."""
     task_list = tasks if isinstance(tasks, str) else ",".join(tasks)
-    command = launcher(num_processes) + [
+    command = launcher(num_processes, entry) + [
         "--model",
         model,
         "--model_args",

@@ -5,28 +5,27 @@ the stripped response, the parse) under every metric name, and the aggregation f
 the official scores from those items, grouping by id. The PC-VID judge runs in the aggregation step as one
 batch through `lmms_tasks.utils.services.judge.judge_batch` (memoized, so all VID metrics share one batch).
 
-Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it). The overall
-numbers that only make sense for the whole benchmark are reported by group `vlm2_bench` alone:
-`vlm2_img8_score` (8 image subtasks), `vlm2_gap_to_human` (9-subtask mean - 95.16), and the exact-match
-overall `vlm2_exact_score` / `vlm2_exact_img8_score` (GC scored by the official exact match, the paper's mode).
-Each subtask passes its part to the group as a `GroupInput` (a string in its own row, see
-`lmms_tasks.utils.compat.group_inputs`). No metric name is a substring of another (lmms-eval matches group metrics
-by substring).
+Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it) and its
+score in the paper's exact-match mode as `vlm2_exact_score` (GC pairs by exact "T"/"F" equality, every
+other subtask its `vlm2_score`). The numbers that only make sense for the whole benchmark are group-only
+metrics of group `vlm2_bench` (`group_metric` entries; each group aggregation receives the subtask name
+of every value): `vlm2_img8_score` (8 image subtasks), `vlm2_gap_to_human` (9-subtask mean - 95.16) and
+`vlm2_exact_img8_score`. Aggregations are named `agg_<metric>`, group aggregations `group_<what>`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.compat.group_inputs import GroupInput, payloads
+from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.status import stops_run
 from lmms_tasks.utils.services.model_args import warn_about_model_args
-from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS
+from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
@@ -56,21 +55,17 @@ JUDGE_DEFAULTS = {"max_tokens": 300}
 # -- documents and prompts --------------------------------------------------------------------------------
 
 
-def process_docs(subtask: str, dataset: datasets.Dataset | None = None) -> datasets.Dataset:
-    """Replace the one-line manifest lmms-eval loaded with the subtask's real documents."""
-    warn_about_model_args(f"vlm2_bench_{subtask}")
-    return datasets.Dataset.from_list(load_docs(subtask))
+def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+    """The `custom_dataset` loader of one subtask's YAML: its checked documents, loaded when the task loads."""
+    subtask = task.removeprefix(TASK_PREFIX)
+    if subtask not in SUBTASKS:
+        raise ValueError(f"not a VLM2-Bench task: {task!r}")
 
+    def build() -> list[dict[str, Any]]:
+        warn_about_model_args(task)
+        return load_docs(subtask)
 
-def process_docs_for(subtask: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """The `process_docs` hook of one subtask's YAML (lmms-eval passes only the loaded dataset)."""
-
-    @stops_run(f"vlm2_bench_{subtask}")
-    def hook(dataset: datasets.Dataset) -> datasets.Dataset:
-        return process_docs(subtask, dataset)
-
-    hook.__name__ = f"process_docs_{subtask}"
-    return hook
+    return task_loader(task, build)
 
 
 def doc_to_visual(doc: Item) -> list[Any]:
@@ -91,11 +86,10 @@ def doc_to_target(doc: Item) -> str:
 
 # -- per-document results -------------------------------------------------------------------------------
 
-_IMAGE_GROUP_INPUTS = (IMG8_SCORE, GAP, EXACT_SCORE, EXACT_IMG8_SCORE)
 _METRICS: dict[str, tuple[str, ...]] = {
     "tf_gc": (
         SCORE,
-        *_IMAGE_GROUP_INPUTS,
+        EXACT_SCORE,
         "tf_pair_acc",
         "tf_pos_acc",
         "tf_neg_acc",
@@ -104,10 +98,10 @@ _METRICS: dict[str, tuple[str, ...]] = {
         "gc_exact_pos_acc",
         "gc_exact_neg_acc",
     ),
-    "tf_cpr": (SCORE, *_IMAGE_GROUP_INPUTS, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs"),
+    "tf_cpr": (SCORE, EXACT_SCORE, "tf_pair_acc", "tf_pos_acc", "tf_neg_acc", "tf_n_pairs"),
     "cnt": (
         SCORE,
-        *_IMAGE_GROUP_INPUTS,
+        EXACT_SCORE,
         "cnt_norm_score",
         "cnt_strict_score",
         "cnt_acc",
@@ -115,10 +109,9 @@ _METRICS: dict[str, tuple[str, ...]] = {
         "cnt_n_unparsed",
         "cnt_n_out_of_range",
     ),
-    "grp": (SCORE, *_IMAGE_GROUP_INPUTS, "grp_acc", "grp_n"),
+    "grp": (SCORE, EXACT_SCORE, "grp_acc", "grp_n"),
     "vid": (
         SCORE,
-        GAP,
         EXACT_SCORE,
         "vid_ab_pct",
         "vid_aba_pct",
@@ -178,63 +171,63 @@ def _pairs(items: Sequence[Item], exact: bool = False):
     return cpr_pair_counts(items, strip_tf_prefix=subtask == "pc_cpr")
 
 
-def tf_pair_acc(items: Sequence[Item]) -> float:
+def agg_tf_pair_acc(items: Sequence[Item]) -> float:
     return _pairs(items).pair_acc
 
 
-def tf_pos_acc(items: Sequence[Item]) -> float:
+def agg_tf_pos_acc(items: Sequence[Item]) -> float:
     return _pairs(items).pos_acc
 
 
-def tf_neg_acc(items: Sequence[Item]) -> float:
+def agg_tf_neg_acc(items: Sequence[Item]) -> float:
     return _pairs(items).neg_acc
 
 
-def tf_n_pairs(items: Sequence[Item]) -> int:
+def agg_tf_n_pairs(items: Sequence[Item]) -> int:
     return _pairs(items).n
 
 
-def gc_exact_pair_acc(items: Sequence[Item]) -> float:
+def agg_gc_exact_pair_acc(items: Sequence[Item]) -> float:
     return _pairs(items, exact=True).pair_acc
 
 
-def gc_exact_pos_acc(items: Sequence[Item]) -> float:
+def agg_gc_exact_pos_acc(items: Sequence[Item]) -> float:
     return _pairs(items, exact=True).pos_acc
 
 
-def gc_exact_neg_acc(items: Sequence[Item]) -> float:
+def agg_gc_exact_neg_acc(items: Sequence[Item]) -> float:
     return _pairs(items, exact=True).neg_acc
 
 
-def cnt_norm_score(items: Sequence[Item]) -> float:
+def agg_cnt_norm_score(items: Sequence[Item]) -> float:
     return count_stats(items).norm_score
 
 
-def cnt_strict_score(items: Sequence[Item]) -> float:
+def agg_cnt_strict_score(items: Sequence[Item]) -> float:
     return count_stats(items).strict_score
 
 
-def cnt_acc(items: Sequence[Item]) -> float:
+def agg_cnt_acc(items: Sequence[Item]) -> float:
     return count_stats(items).accuracy
 
 
-def cnt_n_valid(items: Sequence[Item]) -> int:
+def agg_cnt_n_valid(items: Sequence[Item]) -> int:
     return count_stats(items).n_valid
 
 
-def cnt_n_unparsed(items: Sequence[Item]) -> int:
+def agg_cnt_n_unparsed(items: Sequence[Item]) -> int:
     return count_stats(items).n_unparsed
 
 
-def cnt_n_out_of_range(items: Sequence[Item]) -> int:
+def agg_cnt_n_out_of_range(items: Sequence[Item]) -> int:
     return count_stats(items).n_out_of_range
 
 
-def grp_acc(items: Sequence[Item]) -> float:
+def agg_grp_acc(items: Sequence[Item]) -> float:
     return grp_accuracy(items)[0]
 
 
-def grp_n(items: Sequence[Item]) -> int:
+def agg_grp_n(items: Sequence[Item]) -> int:
     return grp_accuracy(items)[1]
 
 
@@ -295,31 +288,31 @@ def vid_score(items: Sequence[Item], args: Any = None) -> float:
     return judge_vid(items, args)[0].score
 
 
-def vid_ab_pct(items: Sequence[Item], args: Any = None) -> float:
+def agg_vid_ab_pct(items: Sequence[Item], args: Any = None) -> float:
     return judge_vid(items, args)[0].ab_pct
 
 
-def vid_aba_pct(items: Sequence[Item], args: Any = None) -> float:
+def agg_vid_aba_pct(items: Sequence[Item], args: Any = None) -> float:
     return judge_vid(items, args)[0].aba_pct
 
 
-def vid_n_ab(items: Sequence[Item], args: Any = None) -> int:
+def agg_vid_n_ab(items: Sequence[Item], args: Any = None) -> int:
     return judge_vid(items, args)[0].n_ab
 
 
-def vid_n_aba(items: Sequence[Item], args: Any = None) -> int:
+def agg_vid_n_aba(items: Sequence[Item], args: Any = None) -> int:
     return judge_vid(items, args)[0].n_aba
 
 
-def vid_judge_unparsed(items: Sequence[Item], args: Any = None) -> int:
+def agg_vid_judge_unparsed(items: Sequence[Item], args: Any = None) -> int:
     return judge_vid(items, args)[0].n_unparsed
 
 
-def vid_judge_failed(items: Sequence[Item], args: Any = None) -> int:
+def agg_vid_judge_failed(items: Sequence[Item], args: Any = None) -> int:
     return judge_vid(items, args)[0].n_failed
 
 
-def vid_judge_info(items: Sequence[Item], args: Any = None) -> str:
+def agg_vid_judge_info(items: Sequence[Item], args: Any = None) -> str:
     from lmms_tasks.utils.services.judge import judge_summary_metric
 
     return judge_summary_metric(judge_vid(items, args)[1])
@@ -335,11 +328,11 @@ def subtask_score(items: Sequence[Item], args: Any = None) -> float:
         return 0.0
     kind = SUBTASKS[subtask][1]
     if kind in ("tf_gc", "tf_cpr"):
-        return tf_pair_acc(items)
+        return agg_tf_pair_acc(items)
     if kind == "cnt":
-        return cnt_norm_score(items)
+        return agg_cnt_norm_score(items)
     if kind == "grp":
-        return grp_acc(items)
+        return agg_grp_acc(items)
     return vid_score(items, args)
 
 
@@ -348,60 +341,74 @@ def exact_subtask_score(items: Sequence[Item], args: Any = None) -> float:
     scorer), every other subtask as `subtask_score`."""
     subtask = _subtask_of(items)
     if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
-        return gc_exact_pair_acc(items)
+        return agg_gc_exact_pair_acc(items)
     return subtask_score(items, args)
 
 
-def vlm2_score(items: Sequence[Item], args: Any = None) -> float:
+def agg_vlm2_score(items: Sequence[Item], args: Any = None) -> float:
     return subtask_score(items, args)
 
 
-def _group_input(metric: str, items: Sequence[Item], score: float) -> GroupInput:
-    subtask = _subtask_of(items)
-    return GroupInput(f"reported by group vlm2_bench ({metric})", {"subtask": subtask, "score": score})
+def agg_vlm2_exact_score(items: Sequence[Item], args: Any = None) -> float:
+    return exact_subtask_score(items, args)
 
 
-def vlm2_img8_score(items: Sequence[Item]) -> GroupInput:
-    return _group_input(IMG8_SCORE, items, subtask_score(items))
+# -- groups (lmms-eval passes the subtasks' values, sizes, weight_by_size and the subtask of each value) ----
 
 
-def vlm2_gap_to_human(items: Sequence[Item], args: Any = None) -> GroupInput:
-    return _group_input(GAP, items, subtask_score(items, args))
+def _mean(values: Sequence[float]) -> float:
+    return sum(float(v) for v in values) / len(values)
 
 
-def vlm2_exact_score(items: Sequence[Item], args: Any = None) -> GroupInput:
-    return _group_input(EXACT_SCORE, items, exact_subtask_score(items, args))
+def _independent_mean_stderr(stderrs: Sequence[Any]) -> float:
+    """Standard error of an unweighted mean of k independent subtask means: sqrt(sum se_i^2) / k."""
+    return math.sqrt(sum(float(s) ** 2 for s in stderrs)) / len(stderrs)
 
 
-def vlm2_exact_img8_score(items: Sequence[Item]) -> GroupInput:
-    return _group_input(EXACT_IMG8_SCORE, items, exact_subtask_score(items))
-
-
-# -- group vlm2_bench (lmms-eval calls these with the subtasks' values, sizes and weight_by_size) ----------
-
-
-def overall(metrics: Sequence[Any], metric: str, subtasks: Sequence[str]) -> float | None:
-    """Unweighted mean of the subtasks' scores carried by their group inputs; None (logged, never raised:
-    raising here would discard the finished run) unless exactly `subtasks` reported."""
-    scores = {str(p["subtask"]): float(p["score"]) for p in payloads(metrics, metric)}
-    if sorted(scores) != sorted(subtasks):
-        logger.error(f"vlm2_bench {metric} not computed: needs subtasks {sorted(subtasks)}, got {sorted(scores)}")
+def _by_subtask(values: Sequence[Any], subtasks: Sequence[str], wanted: Sequence[str], metric: str) -> list[Any] | None:
+    """The values of the `wanted` subtasks (task names without prefix), in that order; None (logged, never
+    raised: raising here would discard the finished run) unless every one of them reported."""
+    by_name = {str(task).removeprefix(TASK_PREFIX): value for task, value in zip(subtasks, values)}
+    missing = sorted(set(wanted) - set(by_name))
+    if missing:
+        logger.error(f"vlm2_bench {metric} not computed: needs subtasks {sorted(wanted)}, missing {missing}")
         return None
-    return sum(scores.values()) / len(scores)
+    return [by_name[name] for name in wanted]
 
 
-def group_img8_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
-    return overall(metrics, IMG8_SCORE, IMAGE_SUBTASKS)
+def group_mean(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float:
+    """A cue-type group's score and the Table 1 overall: the unweighted mean of its subtasks' scores."""
+    return _mean(values)
 
 
-def group_gap_to_human(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
-    mean = overall(metrics, GAP, tuple(SUBTASKS))
+def group_overall(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+    """Table 1 "Avg": the unweighted mean over exactly the 9 subtasks."""
+    found = _by_subtask(values, subtasks, tuple(SUBTASKS), SCORE)
+    return None if found is None else _mean(found)
+
+
+def group_img8_score(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+    """The mean over exactly the 8 image subtasks (PC-VID left out)."""
+    found = _by_subtask(values, subtasks, IMAGE_SUBTASKS, IMG8_SCORE)
+    return None if found is None else _mean(found)
+
+
+def group_gap_to_human(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+    """Table 1 "Δhuman": the 9-subtask mean minus the human overall (95.16)."""
+    mean = group_overall(values, sizes, weight_by_size, subtasks)
     return None if mean is None else mean - HUMAN_OVERALL
 
 
-def group_exact_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
-    return overall(metrics, EXACT_SCORE, tuple(SUBTASKS))
+def _mean_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float:
+    return _independent_mean_stderr(stderrs)
 
 
-def group_exact_img8_score(metrics: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False) -> float | None:
-    return overall(metrics, EXACT_IMG8_SCORE, IMAGE_SUBTASKS)
+def _img8_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+    found = _by_subtask(stderrs, subtasks, IMAGE_SUBTASKS, f"{IMG8_SCORE} standard error")
+    return None if found is None else _independent_mean_stderr(found)
+
+
+group_mean.stderr = _mean_stderr  # type: ignore[attr-defined]
+group_overall.stderr = _mean_stderr  # type: ignore[attr-defined]
+group_gap_to_human.stderr = _mean_stderr  # type: ignore[attr-defined]  # minus a constant: same error
+group_img8_score.stderr = _img8_stderr  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from typing import Any
 
 from PIL import Image
 
-from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.data import DataError, MediaError
 from lmms_tasks.utils.services.prompts import prompt
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
 
@@ -35,7 +35,7 @@ def load_image(path: str, doc: Doc) -> Image.Image:
         image.load()  # decode now and release the file handle
         return image if image.mode == "RGB" else image.convert("RGB")
     except (OSError, ValueError) as exc:
-        raise DataError(f"vlm2_bench {doc.get('subtask')} record {doc.get('q_id')!r}: cannot read image {path} ({exc})") from exc
+        raise MediaError(f"vlm2_bench {doc.get('subtask')} record {doc.get('q_id')!r}: cannot read image {path} ({exc})") from exc
 
 
 def visuals(doc: Doc) -> list[Image.Image]:
@@ -44,7 +44,7 @@ def visuals(doc: Doc) -> list[Image.Image]:
         try:
             return sample_frames(doc["video_path"])
         except DataError as exc:
-            raise DataError(f"vlm2_bench pc_vid record {doc.get('vid')!r}: {exc}") from exc
+            raise MediaError(f"vlm2_bench pc_vid record {doc.get('vid')!r}: {exc}") from exc
     return [load_image(path, doc) for path in doc["images"]]
 
 

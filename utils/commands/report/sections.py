@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmms_tasks.utils.haerae_vision import published as haerae_published
-from lmms_tasks.utils.humaneval_v import published as humaneval_published
 from lmms_tasks.utils.commands.report import plots
 from lmms_tasks.utils.commands.report.runs import Run, Summary, is_number, judge_info_of, metric, metric_names, summaries
 from lmms_tasks.utils.commands.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
+from lmms_tasks.utils.haerae_vision import published as haerae_published
+from lmms_tasks.utils.humaneval_v import published as humaneval_published
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmms_tasks.utils.commands.upstream import catalog, yamlexport
-from lmms_tasks.utils.commands.upstream.pyrewrite import drop_marked_tests, read_python, rewrite_prose, rewrite_python
+from lmms_tasks.utils.commands.upstream.pyrewrite import (
+    COMPAT_PACKAGE,
+    drop_compat,
+    drop_marked_tests,
+    read_python,
+    rewrite_prose,
+    rewrite_python,
+)
 from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap, SourceTree, iter_files
 from lmms_tasks.utils.commands.upstream.style import Style, format_sources
 from lmms_tasks.utils.commands.upstream.writer import Plan
@@ -48,7 +55,7 @@ class _Builder:
 
     # -- python ----------------------------------------------------------------------------------
     def python(self, source_path: Path, dest: str, module: str | None, drop_marked: bool = False) -> None:
-        source = read_python(source_path)
+        source = drop_compat(read_python(source_path), str(source_path), self.tree.package)
         if drop_marked:
             source, dropped = drop_marked_tests(source, str(source_path))
             self.dropped_tests += [f"{dest}::{name}" for name in dropped]
@@ -123,6 +130,8 @@ class _Builder:
             return  # generated shared __init__ (see `_shared_init`)
         if len(parts) >= 2 and parts[1] in tree.benchmarks:
             return  # the task folder, exported whole by `benchmark`
+        if module == f"{tree.package}.{COMPAT_PACKAGE}" or module.startswith(f"{tree.package}.{COMPAT_PACKAGE}."):
+            raise ExportError(f"{referrer}: needs {module!r}: the compat layer is never exported (the patch series replaces it)")
         path = tree.module_file(module)
         if path is None:
             raise ExportError(f"{referrer}: needs {module!r}, which does not exist in {tree.library_dir}")

@@ -337,3 +337,47 @@ def drop_marked_tests(source: str, filename: str, marker: str = UPSTREAM_SKIP_MA
     for start, end, _ in sorted(dropped, reverse=True):
         del lines[start - 1 : end]
     return "".join(lines), [name for _, _, name in sorted(dropped)]
+
+
+COMPAT_PACKAGE = "utils.compat"  # below the package: lmms_tasks.utils.compat, the 0.7.3 backports
+
+
+def drop_compat(source: str, filename: str, package: str) -> str:
+    """Remove what ties a file to our compat layer (never exported: the patch series replaces it upstream):
+    top-level `import`s of `<package>.utils.compat` (or of `compat` from `<package>.utils`) and top-level
+    calls through the names they bind (`compat.activate()`). Any other use of those names is an error."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise ExportError(f"{filename}:{exc.lineno}: cannot parse: {exc.msg}") from None
+    compat = f"{package}.{COMPAT_PACKAGE}"
+    bound: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            if node.module == compat or node.module.startswith(compat + "."):
+                bound |= {a.asname or a.name for a in node.names}
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+            elif node.module == compat.rsplit(".", 1)[0] and any(a.name == "compat" for a in node.names):
+                if len(node.names) > 1:
+                    raise ExportError(f"{filename}:{node.lineno}: import compat on its own line (it is not exported)")
+                bound |= {a.asname or a.name for a in node.names}
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+        elif isinstance(node, ast.Import) and any(a.name == compat or a.name.startswith(compat + ".") for a in node.names):
+            raise ExportError(f"{filename}:{node.lineno}: use `from {compat.rsplit('.', 1)[0]} import compat` (it is dropped on export)")
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            root = node.value.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+    dropped = {line for start, end in spans for line in range(start, end + 1)}
+    lines = [line for number, line in enumerate(source.splitlines(keepends=True), start=1) if number not in dropped]
+    result = "".join(lines)
+    if bound:
+        remaining = ast.parse(result, filename=filename)
+        used = sorted({n.id for n in ast.walk(remaining) if isinstance(n, ast.Name) and n.id in bound})
+        if used:
+            raise ExportError(f"{filename}: uses {used} from the compat layer beyond importing it and calling it at top level")
+    return result

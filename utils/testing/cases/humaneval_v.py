@@ -1,7 +1,7 @@
 """HumanEval-V reply cases (spec 2.5 table, quirks H1-H5) and their official verdicts.
 
 The official pipeline hands the raw model output to `post_process` (no strip, no reasoning removal): the
-task pins `reasoning_tags: none` and keeps responses raw with the `KeepRaw` filter. Each case is one task
+task pins `reasoning_tags: none` and `strip_responses: false`. Each case is one task
 of its own (qid = the case name) with signature `def solution(a):` + a docstring naming the case and the
 test `assert solution(1) == 1`; its verdict is the completion `post_process` extracts (`<SIG>` stands for
 the signature text) and whether the program passes under the official harness (pylint gate, then

@@ -1,0 +1,47 @@
+"""Backport: `TaskConfig` accepts `strip_responses` and `custom_dataset` (patches 0001 and 0004).
+
+lmms-eval 0.7.3 builds each task's config as `TaskConfig(**yaml)`, a dataclass, so an unknown YAML key
+raises before any hook runs. The shim replaces the module's `TaskConfig` with a subclass that adds the
+missing fields with the patches' defaults; every other field and behaviour is inherited.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+NAME = "task_config"
+PATCHES = ("0001-task-strip-responses", "0004-task-custom-dataset")
+FIELDS: tuple[tuple[str, Any, Any], ...] = (
+    ("strip_responses", bool, True),
+    ("custom_dataset", Callable | None, None),
+)
+
+
+def _missing() -> list[tuple[str, Any, Any]]:
+    from lmms_eval.api import task
+
+    have = {f.name for f in dataclasses.fields(task.TaskConfig)}
+    return [field for field in FIELDS if field[0] not in have]
+
+
+def present() -> bool:
+    return not _missing()
+
+
+def install() -> bool:
+    from lmms_eval.api import task
+
+    missing = _missing()
+    if not missing:
+        return False
+    base = task.TaskConfig
+    extended = dataclasses.make_dataclass(
+        base.__name__,
+        [(name, kind, dataclasses.field(default=default)) for name, kind, default in missing],
+        bases=(base,),
+        namespace={"__module__": base.__module__, "__doc__": base.__doc__},
+    )
+    task.TaskConfig = extended
+    return True
