@@ -8,7 +8,13 @@ import sys
 from lmms_tasks import tasks_path
 
 
-def _cmd_path(_: argparse.Namespace) -> int:
+def _cmd_path(args: argparse.Namespace) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lmms_tasks path",
+        description="Print the directory to pass to lmms-eval's --include_path (our task folders), e.g. "
+        '`lmms-eval --tasks vlm2_bench --include_path "$(python -m lmms_tasks path)" ...`.',
+    )
+    parser.parse_args(args.rest)
     print(tasks_path())
     return 0
 

@@ -72,6 +72,29 @@ def corrupt_middle(data: bytes) -> bytes:
     return bytes(damaged)
 
 
+def damaged_pixels_png(index: int) -> bytes:
+    """A PNG whose container is valid (every chunk's CRC recomputed, IEND present) but whose compressed
+    pixel data is damaged: with PIL's LOAD_TRUNCATED_IMAGES on (lmms-eval's setting) it decodes silently."""
+    import struct
+    import zlib
+
+    data = png(index)
+    at = data.index(b"IDAT")
+    length = struct.unpack(">I", data[at - 4 : at])[0]
+    body = bytearray(data[at + 4 : at + 4 + length])
+    for k in range(len(body) // 3, len(body) // 3 + 16):
+        body[k] ^= 0x5A
+    crc = struct.pack(">I", zlib.crc32(b"IDAT" + bytes(body)) & 0xFFFFFFFF)
+    return data[: at + 4] + bytes(body) + crc + data[at + 8 + length :]
+
+
+def damaged_scan_jpeg(seed: int) -> bytes:
+    """A JPEG with an invalid marker inside its scan data and its end-of-image marker intact."""
+    data = jpeg(seed)
+    middle = len(data) // 2
+    return data[:middle] + b"\xff\xc8" + data[middle + 2 :]
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -151,6 +174,7 @@ CASES = [
     Case("diagram_not_an_image", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 1, {"bytes": b"<html>not found</html>", "path": None})), parquet_where(HEV_SHARD, 1) + r" \(qid='q2'\): field 'diagram' is not an image PIL can identify"),
     Case("diagram_truncated", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 2, lambda c: {"bytes": c["bytes"][: len(c["bytes"]) // 2], "path": None})), parquet_where(HEV_SHARD, 2) + r" \(qid='q2-2'\): field 'diagram' (is a truncated PNG|cannot be decoded)"),
     Case("diagram_corrupt", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 0, lambda c: {"bytes": corrupt_middle(png(5)), "path": None})), parquet_where(HEV_SHARD, 0) + r" \(qid='q1'\): field 'diagram' cannot be decoded"),
+    Case("diagram_pixels_damaged", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 1, {"bytes": damaged_pixels_png(4), "path": None})), parquet_where(HEV_SHARD, 1) + r" \(qid='q2'\): field 'diagram' cannot be decoded \(OSError: "),
     Case("diagram_null", "humaneval_v", in_shard(HEV_SHARD, set_cell("diagram", 3, None)), parquet_where(HEV_SHARD, 3) + r" \(qid='q3'\): field 'diagram' is null"),
     Case("no_rows", "humaneval_v", empty_rows(HEV_SHARD), re.escape(HEV_SHARD.split("/")[-1]) + r": the file holds no rows"),
     Case("file_truncated", "humaneval_v", truncate(HEV_SHARD), re.escape(HEV_SHARD.split("/")[-1]) + r": not a readable parquet file, probably truncated"),
@@ -166,6 +190,7 @@ CASES = [
     Case("question_empty", "haerae_vision", in_shard(HV_SHARD, set_cell("question_original", 2, "")), parquet_where(HV_SHARD, 2) + r" \(question_idx=103\): field 'question_original' is empty"),
     Case("no_rows", "haerae_vision", empty_rows(HV_SHARD), r"train-00000-of-00001\.parquet: the file holds no rows"),
     Case("file_truncated", "haerae_vision", truncate(HV_SHARD, 0.8), r"train-00000-of-00001\.parquet: not a readable parquet file, probably truncated"),
+    Case("image_pixels_damaged", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 2, lambda cells: [{"bytes": damaged_pixels_png(6), "path": None}])), parquet_where(HV_SHARD, 2) + r" \(question_idx=103\): field 'images' \[0\] cannot be decoded"),
     # the official current pipeline loads images with LOAD_TRUNCATED_IMAGES: a truncated JPEG is accepted
     Case("image_truncated_jpeg_accepted", "haerae_vision", in_shard(HV_SHARD, set_cell("images", 1, lambda cells: [{"bytes": jpeg(3)[: len(jpeg(3)) // 2], "path": None}])), None),
     # -- VLM2-Bench (JSONL + image files) --
@@ -177,6 +202,8 @@ CASES = [
     Case("image_seq_len_is_text", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cnt.jsonl", 1, lambda r: r.update(image_seq_len="4")), r"oc_cnt\.jsonl:1 \(q_id='cnt1'\): field 'image_seq_len' must be an integer", "oc_cnt"),
     Case("images_not_a_list", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_grp.jsonl", 1, lambda r: r.update(images="a.png")), r"oc_grp\.jsonl:1 \(q_id='grp1'\): field 'images' must be a list of strings", "oc_grp"),
     Case("malformed_line", "vlm2_bench", in_jsonl("jsonl/oc/vanilla/oc_cpr.jsonl", 2, lambda r: '{"q_id": "1_n", "question": '), r"oc_cpr\.jsonl:2: not valid JSON", "oc_cpr"),
+    Case("image_pixels_damaged_png", "vlm2_bench", vlm2_image("oc_cpr", 0, damaged_pixels_png(2)), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'images' \[0\] cannot be decoded \(OSError", "oc_cpr"),
+    Case("image_scan_damaged_jpeg", "vlm2_bench", vlm2_image("oc_grp", 1, damaged_scan_jpeg(8)), r"oc_grp\.jsonl:1 \(q_id='grp1'\): field 'images' \[1\] cannot be decoded \(OSError: broken data stream", "oc_grp"),
     Case("image_missing", "vlm2_bench", vlm2_image("oc_cpr", 1, None), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'images' \[1\] image file not found", "oc_cpr"),
     Case("image_not_an_image", "vlm2_bench", vlm2_image("oc_cpr", 0, b"Access denied"), r"oc_cpr\.jsonl:1 \(q_id='1_p'\): field 'images' \[0\] is not an image PIL can identify", "oc_cpr"),
     Case("image_truncated_jpeg", "vlm2_bench", vlm2_image("oc_grp", 2, vlm2_jpeg_truncated), r"oc_grp\.jsonl:1 \(q_id='grp1'\): field 'images' \[2\] is a truncated JPEG", "oc_grp"),
@@ -202,6 +229,10 @@ def test_bad_data_is_named_before_any_request(case: Case, tmp_path: Path, monkey
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_datasets"))
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
+    monkeypatch.setenv("LMMS_TASKS_MEDIA_CACHE_DIR", str(tmp_path / "media_cache"))
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)  # as lmms-eval sets it when imported
     case.damage(fixtures.root)
     if case.error is None:
         assert len(load_docs(case.benchmark, case.task)) == len(next(iter(fixtures.records.values())))

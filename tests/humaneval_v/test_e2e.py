@@ -73,6 +73,20 @@ def script(server: StandInServer, rows: list[dict[str, Any]]) -> None:
         server.script(matcher(STAND_IN_MODEL, T2C_MARK, sig, 0.8, gt), right)
 
 
+def _write_decoy(folder: Path, qids: list[str]) -> Path:
+    """Another model's V2T runs in the same output tree, written after ours (the README writes every
+    model to results/): the second stage must not take its descriptions."""
+    import json
+
+    folder.mkdir(parents=True)
+    for task, n in (("humaneval_v_v2t", 1), ("humaneval_v_v2t_pass3", 6)):
+        lines = [{"doc_id": i, "description_rate": {"task": task, "qid": q, "descriptions": [f"decoy-{q}-{k}" for k in range(n)]}} for i, q in enumerate(qids)]
+        (folder / f"29990101_000000_samples_{task}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    config = {"config": {"model": "openai", "model_args": "model_version=other-vlm,base_url=http://127.0.0.1:9/v1"}}
+    (folder / "29990101_000000_results.json").write_text(json.dumps(config))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("hev_e2e")
@@ -85,6 +99,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         stage1 = ["humaneval_v", "humaneval_v_v2c_pass3", "humaneval_v_v2c_cot_pass3", "humaneval_v_gt_t2c_pass3", "humaneval_v_v2t_pass3"]
         first = run_lmms_eval(stage1, server.base_url, work / "run1", env=env).check()
         stage1_requests = list(server.requests)
+        decoy = _write_decoy(work / "run1" / "other-vlm", [row["qid"] for row in rows])  # another model's newer v2t run
         env2 = offline_env(server.base_url, work, fixtures.env, extra={**opt_in, "HUMANEVAL_V_DESCRIPTIONS": str(work / "run1")})
         second = run_lmms_eval(["humaneval_v_t2c", "humaneval_v_t2c_pass3"], server.base_url, work / "run2", env=env2).check()
         before_refusal = len(server.requests)
@@ -94,6 +109,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {
         "first": first,
         "second": second,
+        "decoy": decoy,
         "refused": refused,
         "refused_requests": refused_requests,
         "requests": stage1_requests,
@@ -137,6 +153,16 @@ def test_breakdowns(runs: dict[str, Any]) -> None:
 )
 def test_v2t2c_second_stage(runs: dict[str, Any], task: str, metric: str, flt: str, expected: float) -> None:
     assert runs["second"].metric(task, metric, flt) == expected
+
+
+def test_second_stage_reads_its_own_models_descriptions(runs: dict[str, Any]) -> None:
+    second = runs["second"]
+    output = second.stdout + second.stderr
+    chosen = [line for line in output.splitlines() if "humaneval_v_t2c: descriptions from " in line]
+    assert len(chosen) == 1 and "samples_humaneval_v_v2t.jsonl" in chosen[0] and f"of model '{STAND_IN_MODEL}'" in chosen[0], chosen
+    assert str(runs["decoy"]) not in chosen[0]
+    texts = [d for samples in second.samples.values() for s in samples for d in [str(s)]]
+    assert not any("decoy-" in text for text in texts)
 
 
 def test_requests_follow_the_official_protocol(runs: dict[str, Any]) -> None:

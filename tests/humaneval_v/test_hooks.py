@@ -70,13 +70,53 @@ def test_documents_and_prompts(data: fx.FixtureSet) -> None:
     ]
 
 
-def _write_v2t_samples(path: Path, descriptions: dict[str, list[str]]) -> Path:
+def _write_v2t_samples(path: Path, descriptions: dict[str, list[str]], model: str | None = None, fingerprint: str | None = None) -> Path:
+    """A v2t samples file in lmms-eval's format; with `model`, the run's results.json beside it too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.writelines(
-            json.dumps({"doc_id": doc_id, "description_rate": {"task": "humaneval_v_v2t_pass3", "qid": qid, "descriptions": found}}) + "\n"
-            for doc_id, (qid, found) in enumerate(descriptions.items())
-        )
+        for doc_id, (qid, found) in enumerate(descriptions.items()):
+            item = {"task": "humaneval_v_v2t_pass3", "qid": qid, "descriptions": found}
+            if fingerprint is not None:
+                item["data_fingerprint"] = fingerprint
+            fh.write(json.dumps({"doc_id": doc_id, "description_rate": item}) + "\n")
+    if model is not None:
+        stamp = path.name.split("_samples_", 1)[0]
+        results = {"config": {"model": "openai", "model_args": f"model_version={model},base_url=http://127.0.0.1:1/v1"}}
+        path.with_name(f"{stamp}_results.json").write_text(json.dumps(results), encoding="utf-8")
     return path
+
+
+def _fingerprint(data: fx.FixtureSet) -> str:
+    return docs("humaneval_v_v2c")[0]["hev_data"]
+
+
+def test_t2c_takes_the_same_models_descriptions_from_a_shared_results_dir(
+    data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README writes every model's runs to results/: model A's T2C must not read model B's newer file."""
+    import os
+    import sys
+
+    qids = [r["qid"] for r in data.records[fx.RECORDS_KEY]]
+    fp = _fingerprint(data)
+    results = tmp_path / "results"
+    a = _write_v2t_samples(results / "model-a" / "20250101_000000_samples_humaneval_v_v2t.jsonl", {q: [f"A says {q}"] for q in qids}, "model-a", fp)
+    b = _write_v2t_samples(results / "model-b" / "20250102_000000_samples_humaneval_v_v2t.jsonl", {q: [f"B says {q}"] for q in qids}, "model-b", fp)
+    os.utime(a, (1_000_000, 1_000_000))  # A is the older file
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(results))
+    monkeypatch.setattr(sys, "argv", ["lmms-eval", "--model", "openai", "--model_args", "model_version=model-a,base_url=http://x/v1", "--tasks", "humaneval_v_t2c"])
+    assert [d["hev_specification"] for d in docs("humaneval_v_t2c")] == [f"A says {q}" for q in qids]
+    monkeypatch.setattr(sys, "argv", ["lmms-eval", "--model_args=model_version=model-c"])
+    with pytest.raises(DataError, match=r"holds no humaneval_v_v2t samples of model 'model-c' \(found: 'model-a' .*'model-b' "):
+        docs("humaneval_v_t2c")
+    # a file named explicitly is used as named, whatever model wrote it
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(b))
+    assert docs("humaneval_v_t2c")[0]["hev_specification"] == "B says q1"
+    # descriptions made on other data are refused, naming both fingerprints
+    other = _write_v2t_samples(tmp_path / "other_samples_humaneval_v_v2t.jsonl", {q: ["x"] for q in qids}, fingerprint="0123456789abcdef")
+    monkeypatch.setenv("HUMANEVAL_V_DESCRIPTIONS", str(other))
+    with pytest.raises(DataError, match=rf"made on other data \(data fingerprint \['0123456789abcdef'\], this run's data {fp}"):
+        docs("humaneval_v_t2c")
 
 
 def test_t2c_reads_descriptions_one_doc_each(data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.data import DataError, MediaError
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
 from lmms_tasks.utils.testing.media import colour_for
 from lmms_tasks.utils.vlm2_bench import hooks, video
@@ -174,8 +174,8 @@ def test_unreadable_image_names_the_record(release) -> None:
 
     doc = load_docs("pc_grp")[0]
     Path(doc["images"][0]).write_bytes(b"not an image")
-    with pytest.raises(DataError, match=r"pc_grp record 'pgrp1': cannot read image"):
-        visuals(doc)
+    with pytest.raises(MediaError, match=r"pc_grp record 'pgrp1': cannot read image"):
+        visuals(doc)  # after the load-time checks: the evaluation fails (exit 4), not a data error (exit 1)
 
 
 def test_undecodable_video_names_the_vid(release) -> None:
@@ -183,7 +183,7 @@ def test_undecodable_video_names_the_vid(release) -> None:
 
     doc = load_docs("pc_vid")[0]
     Path(doc["video_path"]).write_bytes(b"\x00" * 64)
-    with pytest.raises(DataError, match=r"pc_vid record 'UNI_AB_0001'"):
+    with pytest.raises(MediaError, match=r"pc_vid record 'UNI_AB_0001'"):
         visuals(doc)
 
 

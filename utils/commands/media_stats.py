@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from lmms_tasks import tasks_path
+
+DATA_VARIABLES = ("VLM2_BENCH_DATA", "HUMANEVAL_V_DATA", "HAERAE_VISION_DATA")
 
 
 @dataclass
@@ -77,7 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max", action="store_true", help="print only the maximum (for scripts: limit_mm_per_prompt)")
     args = parser.parse_args(argv)
     names = [name.strip() for arg in args.tasks for name in arg.split(",") if name.strip()]
-    stats = media_stats(names, args.limit)
+    try:
+        stats = media_stats(names, args.limit)
+    except Exception as exc:  # noqa: BLE001 - one line for a script's `$(...)`, never an empty stdout that looks like a number
+        print(f"media-stats: cannot count the images of {', '.join(names)}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"media-stats: point {', '.join(DATA_VARIABLES)} at local copies, or allow downloads from the Hugging Face Hub", file=sys.stderr)
+        return 1
+    if not stats:
+        print(f"media-stats: no documents found for {', '.join(names)}", file=sys.stderr)
+        return 1
     if args.max:
         print(max((s.max_images for s in stats), default=0))
         return 0

@@ -18,8 +18,10 @@ import datasets
 
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
 from lmms_tasks.utils.services.data import task_loader
+from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.status import inspecting
 
 Item = Mapping[str, Any]
 
@@ -32,7 +34,9 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         raise ValueError(f"not a HAERAE-Vision task: {task!r}")
 
     def build() -> datasets.Dataset:
-        metrics.judge_config(task)
+        config = metrics.judge_config(task)
+        if not inspecting():
+            announce(config, task)
         warn_about_model_args(task)
         return data.load_docs(variant)
 

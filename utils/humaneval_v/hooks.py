@@ -15,12 +15,21 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.humaneval_v import metrics
-from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
+from lmms_tasks.utils.humaneval_v.descriptions import (
+    DEFAULT_CODER,
+    current_model,
+    data_fingerprint,
+    read_descriptions,
+    resolve_samples_file,
+    source_task,
+    strong_coder_enabled,
+)
 from lmms_tasks.utils.humaneval_v.execution import require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, task_loader
+from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.status import inspecting
@@ -73,9 +82,12 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         metadata = task_metadata(task)
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
+        if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting():
+            announce(coder_config(task), task, role="strong coder")
         warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
         dataset = load_documents()
-        stamp = {"hev_task": task, "hev_setting": setting}
+        fingerprint = data_fingerprint(zip(dataset["qid"], dataset["function_signature"], dataset["test_script"]))
+        stamp = {"hev_task": task, "hev_setting": setting, "hev_data": fingerprint}
         if setting != "t2c":
             return dataset.map(
                 lambda doc: {
@@ -85,8 +97,18 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
                 },
                 desc=f"{task}: stamping",
             )
-        samples = resolve_samples_file(task, metadata.get("descriptions"))
-        descriptions = read_descriptions(samples)
+        choice = resolve_samples_file(task, metadata.get("descriptions"), model=current_model())
+        samples = choice.path
+        descriptions, recorded = read_descriptions(samples)
+        if recorded and recorded != {fingerprint}:
+            raise DataError(
+                f"{samples} holds descriptions made on other data (data fingerprint {sorted(recorded)}, this run's data {fingerprint}: "
+                f"another release or revision); re-run {source_task(task)} on this data"
+            )
+        logger.info(
+            f"{task}: descriptions from {samples} ({choice.why}; {len(descriptions)} tasks"
+            f"{'' if recorded else '; written before data fingerprints were recorded, data not checked'})"
+        )
         text_only = dataset.remove_columns(["diagram"])
         rows = []
         for doc in text_only:
@@ -136,7 +158,12 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     item = _base_item(doc)
     item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
     if doc["hev_setting"] == "v2t":
-        item.update(descriptions=predictions, function_signature=doc["function_signature"], test_script=doc["test_script"])
+        item.update(
+            descriptions=predictions,
+            function_signature=doc["function_signature"],
+            test_script=doc["test_script"],
+            data_fingerprint=doc.get("hev_data") or "",
+        )
     else:
         processed = [post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
         item.update(predictions=predictions, completions=[c for c, _ in processed], programs=[p for _, p in processed])
@@ -217,10 +244,10 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
     task = str(items[0]["task"])
     if not strong_coder_enabled(task_metadata(task)):
         return None
-    from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch
+    from lmms_tasks.utils.services.judge import JudgeRequest, judge_batch
 
     coder_task = f"{task}_strong_coder"
-    config = JudgeConfig.resolve(task=task, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
+    config = coder_config(task)
     ordered = sorted(items, key=lambda i: str(i["qid"]))
     requests = [
         JudgeRequest(
@@ -246,6 +273,13 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})
     return metrics.score_items(code_items, _output_dir(args))
+
+
+def coder_config(task: str) -> Any:
+    """The strong coder's settings (the judge client's configuration; official: gpt-4o, greedy)."""
+    from lmms_tasks.utils.services.judge import JudgeConfig
+
+    return JudgeConfig.resolve(task=task, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
 
 
 def _identity(text: str) -> str:

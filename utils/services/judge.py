@@ -85,6 +85,7 @@ class JudgeConfig:
     cache_dir: str = DEFAULT_CACHE_DIR
     progress: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
+    key_source: str = ""  # where api_key came from: a variable's name, or why there is none (never the key)
 
     @classmethod
     def resolve(
@@ -100,6 +101,7 @@ class JudgeConfig:
         env = os.environ if env is None else env
         values: dict[str, Any] = {"model": default_model}
         params: dict[str, Any] = dict(defaults or {})
+        key_source = ""
         for name, (suffix, parse) in _FIELDS.items():
             raw = env.get(ENV_PREFIX + suffix)
             if raw is not None and raw != "":
@@ -107,6 +109,8 @@ class JudgeConfig:
                     values[name] = parse(raw)
                 except ValueError as exc:
                     raise JudgeConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a valid {name}: {exc}") from exc
+                if name == "api_key":
+                    key_source = ENV_PREFIX + suffix
         yaml_judge = _yaml_judge_settings(task, root) if task else {}
         for key, value in yaml_judge.items():
             where = f"metadata.judge.{key} of task {task!r}"
@@ -115,6 +119,7 @@ class JudgeConfig:
             if key == "api_key_env":
                 if env.get(str(value)):
                     values["api_key"] = env[str(value)]
+                    key_source = f"{value} (metadata.judge.api_key_env)"
             elif key == "params":
                 if not isinstance(value, Mapping):
                     raise JudgeConfigError(f"{where} must be a mapping of request parameters")
@@ -129,15 +134,20 @@ class JudgeConfig:
         with _override_lock:
             forced = dict(_overrides)
         params.update(forced.pop("params", {}) or {})
+        if forced.get("api_key"):
+            key_source = "the --judge-* options"
         values.update(forced)
         if values.get("api_version") and not values.get("base_url"):
             values["base_url"] = env.get("AZURE_OPENAI_ENDPOINT")
         if not values.get("api_key"):
-            values["api_key"] = env.get("AZURE_OPENAI_API_KEY") if _is_azure(values) else env.get("OPENAI_API_KEY")
+            fallback = "AZURE_OPENAI_API_KEY" if _is_azure(values) else "OPENAI_API_KEY"
+            values["api_key"] = env.get(fallback)
+            key_source = f"{fallback} (no {ENV_PREFIX}API_KEY set)" if values["api_key"] else ""
         if not values.get("api_key") and values.get("base_url") and not _is_azure(values):
             host = urlparse(values["base_url"]).hostname or ""
             values["api_key"] = None if host.endswith("openai.com") else "EMPTY"  # local servers (vLLM, SGLang) need none
-        config = cls(**values, params=params)
+            key_source = "" if host.endswith("openai.com") else "none needed (a local endpoint gets the placeholder EMPTY)"
+        config = cls(**values, params=params, key_source=key_source or f"none found (set {ENV_PREFIX}API_KEY)")
         if config.concurrency < 1 or config.max_retries < 0 or config.timeout <= 0:
             raise JudgeConfigError(f"judge concurrency must be >= 1, max_retries >= 0 and timeout > 0 (got {config})")
         return config
@@ -147,6 +157,14 @@ class JudgeConfig:
         return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
 
     @property
+    def endpoint(self) -> str:
+        return self.base_url or DEFAULT_BASE_URL
+
+    def describe(self) -> str:
+        """One line for the log: model, endpoint and where the key comes from (never the key)."""
+        return f"model {self.model} at {self.endpoint}, key from {self.key_source}"
+
+    @property
     def is_azure(self) -> bool:
         return _is_azure(self.__dict__)
 
@@ -154,6 +172,48 @@ class JudgeConfig:
     def is_reasoning_model(self) -> bool:
         """gpt-5*, o1/o3/o4 names (as lmms-eval decides): max_completion_tokens, no temperature."""
         return self.model.rsplit("/", 1)[-1].lower().startswith(REASONING_PREFIXES)
+
+
+_announced: set[tuple[str, str]] = set()
+_reachable: dict[str, str | None] = {}
+_announce_lock = threading.Lock()
+
+
+def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
+    """None if a TCP connection to the endpoint's host and port opens (nothing is sent), else why not.
+    Checked once per endpoint per process."""
+    import socket
+
+    with _announce_lock:
+        if url in _reachable:
+            return _reachable[url]
+    parsed = urlparse(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
+            problem = None
+    except OSError as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    with _announce_lock:
+        _reachable[url] = problem
+    return problem
+
+
+def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
+    """Before any model request: say which judge will score `task` and warn now if it cannot be reached
+    (judging happens after generation; a run whose judge is down ends with exit status 3)."""
+    with _announce_lock:
+        if (task, role) in _announced:
+            return
+        _announced.add((task, role))
+    logger.info(f"{task}: {role} {config.describe()}")
+    problem = endpoint_problem(config.endpoint)
+    if problem:
+        logger.warning(
+            f"{task}: the {role} endpoint {config.endpoint} cannot be reached now ({problem}): every {role} request will fail "
+            f"unless it comes up before judging; set {ENV_PREFIX}BASE_URL / {ENV_PREFIX}API_KEY (docs/JUDGE.md), or judge later "
+            "with `python -m lmms_tasks score` on the samples file"
+        )
 
 
 def _is_azure(values: Mapping[str, Any]) -> bool:

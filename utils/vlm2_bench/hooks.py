@@ -25,6 +25,7 @@ import datasets
 from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
@@ -63,6 +64,10 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 
     def build() -> list[dict[str, Any]]:
         warn_about_model_args(task)
+        if subtask == "pc_vid" and not inspecting():
+            from lmms_tasks.utils.services.judge import JudgeConfig, announce
+
+            announce(JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS), task)
         return load_docs(subtask)
 
     return task_loader(task, build)
