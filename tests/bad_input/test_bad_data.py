@@ -245,3 +245,33 @@ def test_bad_data_is_named_before_any_request(case: Case, tmp_path: Path, monkey
     assert message.startswith(f"{task}: "), message  # the task, hence benchmark and subtask
     assert re.search(case.error, message), message
     assert str(fixtures.root) in message  # the file at fault is named with its path
+
+
+def test_a_decoded_image_is_remembered_by_content_and_a_damaged_one_never(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct image is decoded once (a file shared by records, subtasks, ranks or runs is not decoded
+    again): the verdict is kept by the sha256 of its bytes, in this process and in the media cache."""
+    from PIL import Image
+
+    from lmms_tasks.utils.services import schema
+
+    monkeypatch.setenv("LMMS_TASKS_MEDIA_CACHE_DIR", str(tmp_path / "media"))
+    good, bad = tmp_path / "good.png", tmp_path / "bad.png"
+    good.write_bytes(png(3))
+    bad.write_bytes(damaged_pixels_png(3))
+    opened: list[Any] = []
+    real_open = Image.open
+    monkeypatch.setattr(Image, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    assert schema.image_bytes_problem(None, str(good)) is None
+    decodes = len(opened)
+    assert decodes >= 1
+    copy = tmp_path / "copy.png"
+    copy.write_bytes(good.read_bytes())
+    assert schema.image_bytes_problem(None, str(copy)) is None and len(opened) == decodes  # same bytes: not decoded again
+    monkeypatch.setattr(schema, "_verified", set())  # another process: only the media cache remembers
+    assert schema.image_bytes_problem(good.read_bytes()) is None and len(opened) == decodes
+    assert len(list((tmp_path / "media").rglob("*"))) == 2  # one folder, one marker
+    for _ in range(2):  # a damaged image is decoded (and refused) every time, never remembered
+        assert "cannot be decoded" in (schema.image_bytes_problem(None, str(bad)) or "")
+    assert len(list((tmp_path / "media").rglob("*"))) == 2
+    # the strict and the truncation-tolerant verdicts are kept apart
+    assert schema._verdict_key(png(3), False) != schema._verdict_key(png(3), True)

@@ -54,8 +54,9 @@ def _sink(message: Any) -> None:
     """Note an evaluation error lmms-eval caught. Runs inside loguru's handler: it must never log."""
     exc = sys.exc_info()[1]
     code = getattr(exc, "exit_status", status.EXIT_FAILED) if exc is not None else status.EXIT_FAILED
+    code = code if isinstance(code, int) and not isinstance(code, bool) else status.EXIT_FAILED  # as the patch does
     text = str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__ if exc else "see the error above"
-    status.record(status.Fault(int(code), "lmms-eval", f"the evaluation failed and wrote no results: {text}"))
+    status.record(status.Fault(code, "lmms-eval", f"the evaluation failed and wrote no results: {text}"))
 
 
 def _is_caught_error(record: dict[str, Any]) -> bool:

@@ -11,9 +11,10 @@ subtasks' metric names by substring and hands a callable aggregation only the va
 - a callable aggregation with a callable `stderr` attribute gives the group's `_stderr` (called like the
   aggregation, with the subtasks' standard errors instead of their values).
 
-The shim extends `AggMetricConfig` with the two fields and wraps `consolidate_group_results`: entries that
-use the new fields are set aside while 0.7.3 computes the others, then computed here over the same leaf
-subtasks; entries without them go through 0.7.3's code unchanged.
+The shim extends `AggMetricConfig` with the two fields and wraps `consolidate_group_results`: the entries
+0.7.3 would treat differently (new fields, or a callable that takes `subtasks` or has a `stderr`) are set
+aside while 0.7.3 computes the others, then computed here over the same leaf subtasks exactly as the
+patched function does; every other entry goes through 0.7.3's code unchanged.
 """
 
 from __future__ import annotations
@@ -49,7 +50,26 @@ def _extended_agg_metric_config(base: type) -> type:
 
 
 def uses_new_fields(entry: Any) -> bool:
-    return getattr(entry, "group_metric", None) is not None or getattr(entry, "match", "substring") == "exact"
+    """Whether 0.7.3 would treat this entry differently from the patch: it uses a new field, or its callable
+    aggregation wants the subtask names or brings its own standard error."""
+    if getattr(entry, "group_metric", None) is not None or getattr(entry, "match", "substring") == "exact":
+        return True
+    aggregation = getattr(entry, "aggregation", None)
+    return callable(aggregation) and (_accepts_subtasks(aggregation) or callable(getattr(aggregation, "stderr", None)))
+
+
+def _accepts_subtasks(fn: Callable[..., Any]) -> bool:
+    try:
+        return "subtasks" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _matches(entry: Any, key: str, filter_name: str) -> bool:
+    """Whether the subtask result key `key` ("<name>,<filter>") is aggregated by `entry` for `filter_name`."""
+    if entry.group_metric is None and entry.match == "substring":
+        return entry.metric in key  # 0.7.3's rule: containment in the whole key, any filter
+    return key == f"{entry.metric},{filter_name}"
 
 
 def _groups(task_dict: dict) -> Iterator[tuple[str, Any, dict]]:
@@ -65,40 +85,42 @@ def _groups(task_dict: dict) -> Iterator[tuple[str, Any, dict]]:
 
 
 def _call(fn: Callable[..., Any], values: list[Any], sizes: list[int], weight_by_size: bool, subtasks: list[str]) -> Any:
-    if "subtasks" in inspect.signature(fn).parameters:
+    if _accepts_subtasks(fn):
         return fn(values, sizes, weight_by_size, subtasks=subtasks)
     return fn(values, sizes, weight_by_size)
 
 
 def aggregate_entry(entry: Any, results: dict, leaves: list[str]) -> dict[str, Any]:
-    """The group's keys for one entry: `<name>,<filter>` and `<name>_stderr,<filter>` per listed filter."""
+    """The group's keys for one entry, as the patched `consolidate_group_results` computes them: for every
+    subtask metric key the entry matches, `<name>,<filter>` and `<name>_stderr,<filter>` (`name` is the
+    entry's `group_metric`, else the subtask metric's own name)."""
     from lmms_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr
 
     out: dict[str, Any] = {}
-    name = entry.group_metric or entry.metric
-    for filter_name in entry.filter_list:
-        key, stderr_key = f"{entry.metric},{filter_name}", f"{entry.metric}_stderr,{filter_name}"
+    keys = sorted({k for task in leaves for k in results.get(task, {}) if "_stderr" not in k and k not in ("alias", "samples", " ")})
+    for key in keys:
+        stderr_key = "_stderr,".join(key.split(","))
         subtasks = [task for task in leaves if key in results.get(task, {})]
-        if not subtasks:
-            continue
         values = [results[task][key] for task in subtasks]
         sizes = [results[task]["samples"] for task in subtasks]
-        stderrs = [results[task].get(stderr_key, "N/A") for task in subtasks]
-        aggregation = entry.aggregation
-        if aggregation == "mean":
-            value = aggregate_subtask_metrics(values, sizes, entry.weight_by_size)
-            stderr = "N/A" if "N/A" in stderrs else pooled_sample_stderr(stderrs, sizes)
-        else:
-            value = _call(aggregation, values, sizes, entry.weight_by_size, subtasks)
-            stderr_fn = getattr(aggregation, "stderr", None)
-            if "N/A" in stderrs:
-                stderr = "N/A"
-            elif callable(stderr_fn):
-                stderr = _call(stderr_fn, stderrs, sizes, entry.weight_by_size, subtasks)
+        stderrs = [results[task][stderr_key] for task in subtasks if stderr_key in results[task]]
+        for filter_name in entry.filter_list:
+            if not _matches(entry, key, filter_name):
+                continue
+            name, name_stderr = (f"{entry.group_metric},{filter_name}", f"{entry.group_metric}_stderr,{filter_name}") if entry.group_metric else (key, stderr_key)
+            aggregation = entry.aggregation
+            if aggregation == "mean":
+                out[name] = aggregate_subtask_metrics(values, sizes, entry.weight_by_size)
             else:
-                stderr = pooled_sample_stderr(stderrs, sizes)
-        out[f"{name},{filter_name}"] = value
-        out[f"{name}_stderr,{filter_name}"] = stderr
+                out[name] = _call(aggregation, values, sizes, entry.weight_by_size, subtasks)
+            stderr_fn = getattr(aggregation, "stderr", None) if aggregation != "mean" else None
+            if callable(stderr_fn):
+                aligned = [results[task].get(stderr_key, "N/A") for task in subtasks]
+                out[name_stderr] = "N/A" if "N/A" in aligned else _call(stderr_fn, aligned, sizes, entry.weight_by_size, subtasks)
+            elif "N/A" in stderrs:
+                out[name_stderr] = "N/A"
+            else:
+                out[name_stderr] = pooled_sample_stderr(stderrs, sizes)
     return out
 
 

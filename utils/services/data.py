@@ -39,26 +39,27 @@ class MediaError(RuntimeError):
 
 
 def is_network_error(exc: BaseException) -> bool:
-    """Worth retrying: a connection or timeout error, a transport error of requests/httpx, or an HTTP 429 or
-    5xx answer from the Hugging Face Hub. Anything else (bad data, a bug) is not."""
+    """Worth retrying: a connection or timeout error, a transport error of requests/httpx/httpx2, or an HTTP
+    429 or 5xx answer from the Hugging Face Hub. Anything else (bad data, a bug) is not. (The same rule as
+    lmms-eval's `download` retry with our patch 0004.)"""
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
     try:
         import requests
 
-        if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
+        if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout, requests.exceptions.ChunkedEncodingError)):
             return True
     except ImportError:
         pass
-    try:
-        import httpx
-
-        if isinstance(exc, httpx.TransportError):
+    for transport in ("httpx", "httpx2"):  # huggingface_hub 2.x talks to the Hub through httpx2
+        try:
+            module = __import__(transport)
+        except ImportError:
+            continue
+        if isinstance(exc, module.TransportError):
             return True
-    except ImportError:
-        pass
     try:
-        from huggingface_hub.errors import HfHubHTTPError
+        from huggingface_hub.utils import HfHubHTTPError
     except ImportError:
         return False
     if isinstance(exc, HfHubHTTPError):

@@ -2,17 +2,23 @@
 benchmark, the file and row (or line), the record id and the field.
 
 A `Field` names a column and a check that returns None when the value is acceptable and a short problem
-description otherwise. Images are checked cheaply (`image_bytes_problem`): an image that would fail, or
-be silently padded, while requests are built fails here instead, before generation.
+description otherwise. Images are fully decoded once (`image_bytes_problem`): an image that would fail, or be
+silently padded or garbled, while requests are built fails here instead, before generation. A decoded image
+is remembered by the sha256 of its bytes (in this process and in `LMMS_TASKS_MEDIA_CACHE_DIR`), so a file
+shared by several records, subtasks, ranks or runs is decoded once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import os
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Check = Callable[[Any], "str | None"]
@@ -104,49 +110,135 @@ def _shown(value: Any) -> str:
 # -- images ----------------------------------------------------------------------------------------------
 
 
-def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False) -> str | None:
-    """None if `data` (or the file at `path`) holds a readable, complete image, else why not.
+MEDIA_CACHE_ENV = "LMMS_TASKS_MEDIA_CACHE_DIR"
+DEFAULT_MEDIA_CACHE = "~/.cache/lmms_tasks/media"
 
-    Cheap: the header must identify an image; a PNG must end with its IEND chunk and pass PIL's chunk
-    verification (CRCs: damage would otherwise decode as noise); a JPEG must carry its end-of-image marker
-    near the end (what a truncated file lacks); other formats are decoded.
-    These checks do not depend on PIL's `LOAD_TRUNCATED_IMAGES`, which lmms-eval switches on globally
-    (a truncated image would otherwise be padded with grey, silently). `allow_truncated` accepts a
-    truncated PNG or JPEG, as a benchmark that loads with that flag officially does."""
+
+class _TruncationFlag:
+    """PIL decides what a truncated or damaged image does by one module global, `LOAD_TRUNCATED_IMAGES`,
+    which lmms-eval switches on at import. Decoding with the value a check needs, whatever lmms-eval set:
+    threads wanting the same value decode together; the global is restored when the last one is done."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._holders = 0
+        self._value: bool | None = None
+        self._saved = False
+
+    @contextlib.contextmanager
+    def set_to(self, value: bool) -> Iterator[None]:
+        from PIL import ImageFile
+
+        with self._cond:
+            while self._holders and self._value != value:
+                self._cond.wait()
+            if not self._holders:
+                self._saved = ImageFile.LOAD_TRUNCATED_IMAGES
+                ImageFile.LOAD_TRUNCATED_IMAGES = value
+                self._value = value
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._holders -= 1
+                if not self._holders:
+                    ImageFile.LOAD_TRUNCATED_IMAGES = self._saved
+                    self._value = None
+                    self._cond.notify_all()
+
+
+_flag = _TruncationFlag()
+_verified: set[str] = set()
+_verified_lock = threading.Lock()
+
+
+def _verdict_key(blob: bytes, allow_truncated: bool) -> str:
+    from PIL import __version__ as pil_version
+
+    digest = hashlib.sha256(blob).hexdigest()
+    return hashlib.sha256(f"{digest}|truncated-ok={allow_truncated}|pil={pil_version}".encode()).hexdigest()
+
+
+def _marker(key: str) -> Path:
+    """The media cache's record of a decoded image: an empty file named by its key (created in one
+    system call, so concurrent processes and killed runs never leave a half-written entry)."""
+    root = Path(os.path.expanduser(os.environ.get(MEDIA_CACHE_ENV, "").strip() or DEFAULT_MEDIA_CACHE))
+    return root / key[:2] / key
+
+
+def _known_good(key: str) -> bool:
+    with _verified_lock:
+        if key in _verified:
+            return True
+    if _marker(key).is_file():
+        with _verified_lock:
+            _verified.add(key)
+        return True
+    return False
+
+
+def _remember_good(key: str) -> None:
+    with _verified_lock:
+        _verified.add(key)
+    marker = _marker(key)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(marker, os.O_CREAT | os.O_WRONLY, 0o644))
+    except OSError:
+        pass  # an unwritable cache only costs a decode next time
+
+
+def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False) -> str | None:
+    """None if `data` (or the file at `path`) holds an image that decodes completely, else why not.
+
+    The header must identify an image; a PNG must end with its IEND chunk, a JPEG carry its end-of-image
+    marker near the end (what a truncated file lacks: named as such); then every pixel is decoded with
+    PIL's `LOAD_TRUNCATED_IMAGES` off, whatever lmms-eval set globally (with it on, damaged compressed data
+    decodes silently to grey or black). `allow_truncated` accepts an image whose data merely ends early (a
+    benchmark whose official loader sets that flag pads it too), never one whose data is damaged."""
     from PIL import Image, UnidentifiedImageError
 
     if data is None and path is None:
         return "has no image data"
-    try:
-        if data is None:
-            if not os.path.isfile(path or ""):
-                return f"image file not found: {path}"
-            size = os.path.getsize(path or "")
+    if data is None:
+        if not os.path.isfile(path or ""):
+            return f"image file not found: {path}"
+        try:
             with open(path or "", "rb") as fh:
-                head = fh.read(64)
-                fh.seek(max(0, size - _TAIL))
-                tail = fh.read()
-        else:
-            head, tail = data[:64], data[-_TAIL:]
-        source: Any = io.BytesIO(data) if data is not None else path
-        with Image.open(source) as image:
+                data = fh.read()
+        except OSError as exc:
+            return f"cannot be read ({exc})"
+    key = _verdict_key(data, allow_truncated)
+    if _known_good(key):
+        return None
+    head, tail = data[:64], data[-_TAIL:]
+    try:
+        with _flag.set_to(False), Image.open(io.BytesIO(data)) as image:
             fmt = image.format
             if fmt == "PNG":
-                if tail.endswith(_PNG_END):
-                    image.verify()  # every chunk's CRC: catches damage that would otherwise decode as noise
-                elif not allow_truncated:
+                if not allow_truncated and not tail.endswith(_PNG_END):
                     image.verify()  # raises, naming what is wrong; a complete PNG ends with its IEND chunk
                     return "is a truncated PNG (no IEND chunk at the end)"
-            elif fmt == "JPEG":
-                if not allow_truncated and _JPEG_END not in tail:
-                    return "is a truncated JPEG (no end-of-image marker)"
-            else:
-                image.load()
-        return None
+                if tail.endswith(_PNG_END):
+                    image.verify()  # every chunk's CRC (verify() leaves the image unusable: decode a fresh one)
+            elif fmt == "JPEG" and not allow_truncated and _JPEG_END not in tail:
+                return "is a truncated JPEG (no end-of-image marker)"
+            decoded = Image.open(io.BytesIO(data)) if fmt == "PNG" else image
+            try:
+                decoded.load()  # every pixel: damaged compressed data raises here
+            except OSError as exc:
+                if not (allow_truncated and str(exc).startswith("image file is truncated")):
+                    raise
+            finally:
+                if decoded is not image:
+                    decoded.close()
     except UnidentifiedImageError:
         return f"is not an image PIL can identify (starts with {head[:8]!r})"
-    except (OSError, ValueError, SyntaxError) as exc:
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
         return f"cannot be decoded ({type(exc).__name__}: {exc})"
+    _remember_good(key)
+    return None
 
 
 def image_cell_problem(cell: Any, allow_truncated: bool = False) -> str | None:
