@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,21 @@ def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
 
     work = tmp_path_factory.mktemp("demo_two_models")
     return work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)
+
+
+def include_path_only(fixture: Any) -> Any:
+    """Marks a fixture that only makes sense while the tasks live outside lmms-eval (export-upstream drops it)."""
+    return fixture
+
+
+@include_path_only
+@pytest.fixture(scope="session")
+def patched_lmms_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the installed lmms-eval with our patch series applied (see utils/testing/patched.py);
+    run a command with `patched.env(path, env)` to use it."""
+    from lmms_tasks.utils.testing.patched import patched_copy
+
+    return patched_copy(tmp_path_factory.mktemp("patched_lmms_eval"))
 
 
 @pytest.fixture(scope="session")

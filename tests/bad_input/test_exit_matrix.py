@@ -4,7 +4,9 @@
 x {a judge that answers HTTP 200 with a body that is not JSON, a backend error during generation, bad data
 at load time, an image lost while requests are built}: the documented status, the outputs kept exactly
 where the README says (status 3: results, samples and judgements written; 1 and 4: nothing), and the fault
-named on one line. `lmms-eval eval ...` (the subcommand form) is checked on one fault too.
+named on one line. `lmms-eval eval ...` (the subcommand form) is checked on one fault too. The console
+script runs every fault once more through lmms-eval with our patch series applied (compat switched off):
+the statuses are then lmms-eval's own, and must be the same.
 
 Under `accelerate launch` the launcher exits non-zero whenever a rank does (torch's elastic agent reports
 the rank's own status); the rank that fails and its status are named in its error report.
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.services.status import EXIT_DATA, EXIT_FAILED, EXIT_INCOMPLETE
+from lmms_tasks.utils.testing import patched
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, cli_command, lmms_eval_command, offline_env, run_command
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
@@ -48,37 +51,37 @@ def _rewrite_diagram(shard: Path, row: int, data: bytes) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
 
 
-def judge_garbage(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
+def judge_garbage(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
     fixtures = hv_fixture.write(tmp_path / "data")
     with StandInServer(default_reply="정답입니다.") as server:
         server.fault(lambda r: r.model == STAND_IN_JUDGE, "malformed", times=None)
-        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_MAX_RETRIES": "1", "LMMS_TASKS_JUDGE_BACKOFF": "0.01"})
+        env = wrap(offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_MAX_RETRIES": "1", "LMMS_TASKS_JUDGE_BACKOFF": "0.01"}))
         command = lmms_eval_command(["haerae_vision_original"], server.base_url, tmp_path / "out", entry=entry, limit=2)
         run = run_command(command, tmp_path / "out", env=env)
         return Outcome(run, len([r for r in server.requests if r.model != STAND_IN_JUDGE]))
 
 
-def backend_error(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
+def backend_error(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
     """The most likely first mistake on a CPU machine: `device=cpu` without `device_map=cpu`."""
     fixtures = hv_fixture.write(tmp_path / "data")
     with StandInServer(default_reply="<score>1/1</score>") as server:
-        env = offline_env(server.base_url, tmp_path, fixtures.env)
+        env = wrap(offline_env(server.base_url, tmp_path, fixtures.env))
         model_args = f"pretrained={tiny_vlm},device=cpu,min_pixels=3136,max_pixels=50176"
         command = cli_command("qwen2_5_vl", model_args, ["haerae_vision_original"], tmp_path / "out", entry=entry, limit=2)
         run = run_command(command, tmp_path / "out", env=env)
         return Outcome(run, 0)
 
 
-def bad_data(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
+def bad_data(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
     fixtures = hev_fixture.write(tmp_path / "data")
     _rewrite_diagram(fixtures.root / "data/test-00000-of-00001.parquet", 2, b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
     with StandInServer(default_reply="```python\ndef solution(n):\n    return n\n```") as server:
-        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+        env = wrap(offline_env(server.base_url, tmp_path, fixtures.env, extra={"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}))
         run = run_command(lmms_eval_command(["humaneval_v_v2c"], server.base_url, tmp_path / "out", entry=entry), tmp_path / "out", env=env)
         return Outcome(run, len(server.requests))
 
 
-def image_lost(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
+def image_lost(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
     fixtures = vlm2_fixture.write(tmp_path / "data")
     records = fixtures.records["oc_grp"]
     image_dir = fixtures.root / vlm2_fixture.IMAGE_DIRS["oc"]
@@ -93,7 +96,7 @@ def image_lost(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
         return "(A)"
 
     with StandInServer(default_reply=first_then_delete) as server:
-        env = offline_env(server.base_url, tmp_path, fixtures.env)
+        env = wrap(offline_env(server.base_url, tmp_path, fixtures.env))
         command = lmms_eval_command(["vlm2_bench_oc_grp"], server.base_url, tmp_path / "out", entry=entry, num_concurrent=1)
         run = run_command(command, tmp_path / "out", env=env)
         return Outcome(run, len(server.requests))
@@ -102,7 +105,7 @@ def image_lost(tmp_path: Path, entry: str, tiny_vlm: Path) -> Outcome:
 @dataclass(frozen=True)
 class Fault:
     name: str
-    make: Callable[[Path, str, Path], Outcome]
+    make: Callable[[Path, str, Path, Callable[[dict[str, str]], dict[str, str]]], Outcome]
     status: int
     outputs: bool  # results and samples written
     named: str  # one line naming the fault (a regex)
@@ -142,13 +145,19 @@ def _check(fault: Fault, entry: str, outcome: Outcome) -> None:
 @pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
 def test_exit_status_matrix(fault: Fault, entry: str, tmp_path: Path, tiny_vlm: Path) -> None:
-    _check(fault, entry, fault.make(tmp_path, entry, tiny_vlm))
+    _check(fault, entry, fault.make(tmp_path, entry, tiny_vlm, dict))
+
+
+@pytest.mark.hf_backend
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
+def test_patched_lmms_eval_gives_the_same_statuses(fault: Fault, tmp_path: Path, tiny_vlm: Path, patched_lmms_eval: Path) -> None:
+    _check(fault, "console", fault.make(tmp_path, "console", tiny_vlm, lambda env: patched.env(patched_lmms_eval, env)))
 
 
 @pytest.mark.hf_backend
 def test_the_eval_subcommand_exits_like_the_flat_form(tmp_path: Path, tiny_vlm: Path) -> None:
     fault = FAULTS[0]
-    _check(fault, "eval", fault.make(tmp_path, "eval", tiny_vlm))
+    _check(fault, "eval", fault.make(tmp_path, "eval", tiny_vlm, dict))
 
 
 def test_a_clean_run_exits_zero_through_the_console_script(tmp_path: Path) -> None:

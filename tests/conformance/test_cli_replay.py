@@ -6,6 +6,9 @@ run's outputs (samples file, execution and judgement records, the judge's reques
 verdict of the task's hooks called directly on the same reply and the official verdict in the table
 (`lmms_tasks.utils.testing.cases`). Whatever lmms-eval does to a response before our hooks (reasoning-tag
 stripping, its unconditional `.strip()`) would show up here as a mismatch.
+
+Every replay runs twice: through the stock lmms-eval 0.7.3 (our compat layer backports the patch series'
+features) and through a copy with the series applied (compat finds every feature and stays off).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from lmms_tasks.utils.testing import patched
 from lmms_tasks.utils.testing.cases import haerae_vision as hv_cases
 from lmms_tasks.utils.testing.cases import humaneval_v as hev_cases
 from lmms_tasks.utils.testing.cases import vlm2_bench as vlm2_cases
@@ -35,22 +39,25 @@ def _as_model_gives_it(reply: str | None) -> str:
     return "" if reply is None else reply
 
 
-@pytest.fixture(scope="module")
-def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@pytest.fixture(scope="module", params=["stock", "patched"])
+def replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """replay(name, cases module, tasks, extra env) -> (run, judge requests, fixtures): writes the cases'
     dataset, scripts their replies, runs lmms-eval once; the direct hook calls of the tests then read the
     same data and caches (set in this process for the module)."""
     with pytest.MonkeyPatch.context() as patch:
 
         def run(name: str, cases: Any, tasks: list[str], extra: dict[str, str] | None = None) -> tuple[RunResult, list[Any], Any]:
-            work = tmp_path_factory.mktemp(f"conformance_{name}")
+            work = tmp_path_factory.mktemp(f"conformance_{name}_{request.param}")
             fixtures = cases.write(work / "data")
             with StandInServer(default_reply=None) as server:
                 cases.script(server)
                 env = offline_env(server.base_url, work, fixtures.env, extra=extra)
                 for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *fixtures.env, *(extra or {})):
                     patch.setenv(key, env[key])
+                if request.param == "patched":
+                    env = patched.env(request.getfixturevalue("patched_lmms_eval"), env)
                 result = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
+                assert ("lmms-tasks compat: backported" in result.stdout + result.stderr) == (request.param == "stock")
                 judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
             return result, judge_requests, fixtures
 

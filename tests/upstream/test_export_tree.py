@@ -58,7 +58,7 @@ def _poisoned_env(root: Path, tmp_path: Path, package: str) -> dict[str, str]:
 
 
 def test_export_writes_exactly_what_the_imports_reach(mini_tree: SourceTree, fake_checkout: Path) -> None:
-    result, outcome = export(fake_checkout, mini_tree, format_code=False)
+    result, outcome = export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert set(result.plan.files) == EXPECTED_FILES
     assert set(outcome.written) == EXPECTED_FILES
     assert not (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/unused.py").exists()
@@ -72,7 +72,7 @@ def test_export_writes_exactly_what_the_imports_reach(mini_tree: SourceTree, fak
 
 
 def test_exported_code_and_tests_run_without_our_package(mini_tree: SourceTree, fake_checkout: Path, tmp_path: Path) -> None:
-    export(fake_checkout, mini_tree, format_code=False)
+    export(fake_checkout, mini_tree, format_code=False, patches=False)
     env = _poisoned_env(fake_checkout, tmp_path, "minipkg")
     code = (
         "from lmms_eval.tasks.mybench.lib.hooks import describe, process_results\n"
@@ -90,9 +90,9 @@ def test_exported_code_and_tests_run_without_our_package(mini_tree: SourceTree, 
 
 
 def test_second_export_changes_no_byte(mini_tree: SourceTree, fake_checkout: Path) -> None:
-    export(fake_checkout, mini_tree, format_code=False)
+    export(fake_checkout, mini_tree, format_code=False, patches=False)
     before = _snapshot(fake_checkout)
-    _, outcome = export(fake_checkout, mini_tree, format_code=False)
+    _, outcome = export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert not outcome.changed and outcome.written == [] and len(outcome.unchanged) == len(EXPECTED_FILES)
     assert _snapshot(fake_checkout) == before
 
@@ -102,24 +102,24 @@ def test_unrelated_or_edited_files_are_never_overwritten(mini_tree: SourceTree, 
     theirs.parent.mkdir(parents=True)
     theirs.write_text("# somebody else's task\n")
     with pytest.raises(ExportError, match=r"refusing to overwrite 1 file\(s\).*\n  lmms_eval/tasks/mybench/utils.py \(not written by lmms-tasks\)"):
-        export(fake_checkout, mini_tree, format_code=False)
+        export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert theirs.read_text() == "# somebody else's task\n"
     assert not (fake_checkout / "lmms_eval/tasks/mybench/lib").exists(), "nothing may be written when refusing"
-    export(fake_checkout, mini_tree, format_code=False, force=True)
+    export(fake_checkout, mini_tree, format_code=False, force=True, patches=False)
     assert "from lmms_eval.tasks.mybench.lib.hooks import" in theirs.read_text()
     # an exported file edited by hand afterwards is protected too
     edited = fake_checkout / "lmms_eval/tasks/mybench/lib/parse.py"
     edited.write_text(edited.read_text() + "# local edit\n")
     with pytest.raises(ExportError, match=r"lib/parse.py \(modified since the last export\)"):
-        export(fake_checkout, mini_tree, format_code=False)
+        export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert edited.read_text().endswith("# local edit\n")
 
 
 def test_files_no_longer_exported_are_removed(mini_tree: SourceTree, fake_checkout: Path) -> None:
-    export(fake_checkout, mini_tree, format_code=False)
+    export(fake_checkout, mini_tree, format_code=False, patches=False)
     (mini_tree.library_dir / "mybench/hooks.py").write_text((mini_tree.library_dir / "mybench/hooks.py").read_text().replace("from ..text import GREETING\n", "GREETING = 'hi'\n"))
     (mini_tree.library_dir / "shared.py").write_text("def greeting() -> str:\n    return 'x'\n")
-    _, outcome = export(fake_checkout, mini_tree, format_code=False)
+    _, outcome = export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert set(outcome.removed) == {"lmms_eval/tasks/_task_utils/minipkg/text.py", "lmms_eval/tasks/_task_utils/minipkg/child.py"}
     assert not (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").exists()
 
@@ -129,8 +129,8 @@ def test_catalog_entries_go_into_the_existing_section_once(mini_tree: SourceTree
     catalog.parent.mkdir(parents=True)
     original = "# Current Tasks\n\n## Additional Tasks\n- [Zeta](https://x) (zeta)\n\n---\n\n## 10. Models\n- m\n"
     catalog.write_text(original)
-    export(fake_checkout, mini_tree, format_code=False)
-    export(fake_checkout, mini_tree, format_code=False)
+    export(fake_checkout, mini_tree, format_code=False, patches=False)
+    export(fake_checkout, mini_tree, format_code=False, patches=False)
     text = catalog.read_text()
     assert text == original.replace("(zeta)\n", "(zeta)\n- [MyBench](https://arxiv.org/abs/1234.56789) (mybench)\n")
 
@@ -157,7 +157,7 @@ def test_style_comes_from_the_checkout(fake_checkout: Path) -> None:
 
 def test_formatted_export_passes_the_checkouts_tools(mini_tree: SourceTree, fake_checkout: Path) -> None:
     (mini_tree.library_dir / "text.py").write_text("GREETING   =   'hello'\nimport os\nX = os.sep\n")
-    result, _ = export(fake_checkout, mini_tree)
+    result, _ = export(fake_checkout, mini_tree, patches=False)
     text = (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").read_text()
     assert text == 'GREETING = "hello"\nimport os\n\nX = os.sep\n'
     files = [rel for rel in result.plan.files if rel.endswith(".py")]
@@ -176,13 +176,13 @@ def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
 
     monkeypatch.setattr(cli, "default_tree", lambda benchmarks=None: mini_tree)
     before = _snapshot(fake_checkout)
-    assert cli.main([str(fake_checkout), "--dry-run", "--list"]) == 0
+    assert cli.main([str(fake_checkout), "--dry-run", "--list", "--no-patches"]) == 0
     out = capsys.readouterr().out
     assert f"would write {len(EXPECTED_FILES)} file(s)" in out and "  lmms_eval/tasks/mybench/lib/hooks.py\n" in out
     assert _snapshot(fake_checkout) == before
     (fake_checkout / "test/eval/mybench").mkdir(parents=True)
     (fake_checkout / "test/eval/mybench/conftest.py").write_text("# theirs\n")
-    assert cli.main([str(fake_checkout / "lmms_eval")]) == 2
+    assert cli.main([str(fake_checkout / "lmms_eval"), "--no-patches"]) == 2
     err = capsys.readouterr().err
     assert "export-upstream: error: refusing to overwrite 1 file(s)" in err and "test/eval/mybench/conftest.py (not written by lmms-tasks)" in err
     assert cli.main([str(fake_checkout.parent / "nowhere")]) == 2
@@ -206,7 +206,7 @@ def test_imports_the_checkout_does_not_declare_are_reported(fake_checkout: Path)
 
 def test_ruff_configured_checkout_gets_ruff_formatting(mini_tree: SourceTree, fake_checkout: Path) -> None:
     (fake_checkout / "pyproject.toml").write_text('[tool.ruff]\nline-length = 240\n[tool.ruff.format]\nquote-style = "single"\n')
-    result, _ = export(fake_checkout, mini_tree)
+    result, _ = export(fake_checkout, mini_tree, patches=False)
     assert (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").read_text() == "GREETING = 'hello'\n"
     files = [rel for rel in result.plan.files if rel.endswith(".py")]
     for command in (["ruff", "format", "--check", "--no-cache"], ["ruff", "check", "--no-cache"]):

@@ -96,13 +96,11 @@ def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | No
         from lmms_eval.utils import load_yaml_config
 
         config = load_yaml_config(yaml_path=str(task_yaml_path(task, root)), mode="full")
-        process_docs = config.get("process_docs")
-        if not callable(process_docs):
-            return None, f"task {task!r} has no process_docs"
-        return len(process_docs(None)), "the task's data"
-    except BaseException as exc:  # noqa: BLE001 - StopEvaluation included: only the completeness check is lost
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        loader = config.get("custom_dataset")
+        if not callable(loader):
+            return None, f"task {task!r} has no custom_dataset loader"
+        return len(loader(metadata=config.get("metadata") or {})[config.get("test_split") or "test"]), "the task's data"
+    except Exception as exc:  # noqa: BLE001 - only the completeness check is lost
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
 

@@ -47,7 +47,7 @@ def activate() -> list[str]:
             if shim.install():
                 _installed.append(shim.NAME)
         if _installed:
-            logger.debug(f"lmms-tasks compat: backported to this lmms-eval: {', '.join(_installed)}")
+            logger.info(f"lmms-tasks compat: backported to this lmms-eval (lmms_tasks.utils.compat): {', '.join(_installed)}")
         return list(_installed)
 
 

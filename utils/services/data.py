@@ -28,7 +28,7 @@ class DataError(RuntimeError):
     """Benchmark data is missing or malformed; the message names the file or record at fault.
 
     It stops the run before any model request with exit status 1 (`exit_status`, read by lmms-eval's CLI
-    when it catches an evaluation error, and by lmms-tasks' compat layer on lmms-eval 0.7.3)."""
+    when it catches an evaluation error)."""
 
     exit_status = EXIT_DATA
 

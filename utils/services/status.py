@@ -6,7 +6,7 @@ are still written, but its numbers are not final. Whoever ends the run reads the
 
 - lmms-eval, when it has a run-status API (`lmms_eval.api.run_status`, proposed upstream by our patch
   series): every report is forwarded to it and the `lmms-eval` command exits with its status;
-- on lmms-eval 0.7.3, which has none, lmms-tasks' compat layer (never exported upstream) sets the same status;
+- an lmms-eval without that API ends with status 0 unless the process's own code sets `exit_code()`;
 - `python -m lmms_tasks score` chooses its own exit status from the faults of the task it re-scored.
 
 This module knows nothing of how lmms-eval ends a process; it only records. The exit statuses below are

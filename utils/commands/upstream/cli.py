@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lmms_tasks.utils.commands.upstream import exporter, writer
+from lmms_tasks.utils.commands.upstream import exporter, series, writer
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
 from lmms_tasks.utils.commands.upstream.style import detect_style
 
@@ -24,11 +24,23 @@ def checkout_root(path: Path) -> Path:
     raise ExportError(f"{path}: not an lmms-eval checkout (no lmms_eval/tasks/ inside)")
 
 
-def export(root: Path, tree: SourceTree, *, force: bool = False, dry_run: bool = False, include_tests: bool = True, format_code: bool = True) -> tuple[exporter.Export, writer.Outcome]:
-    """Export `tree` into the checkout at `root`; see `writer.apply` for the overwrite rules."""
+def export(
+    root: Path,
+    tree: SourceTree,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    include_tests: bool = True,
+    format_code: bool = True,
+    patches: bool = True,
+) -> tuple[exporter.Export, writer.Outcome]:
+    """Export `tree` into the checkout at `root`, with the lmms-eval patch series it needs in
+    `lmms_tasks_patches/` (see `series.plan`); see `writer.apply` for the overwrite rules."""
     root = checkout_root(root)
     style = detect_style(root) if format_code else None
     result = exporter.build(tree, style, include_tests=include_tests)
+    result.series = series.plan(root) if patches else series.SeriesPlan(missing=[])
+    result.plan.files.update(result.series.files)
     outcome = writer.apply(root, result.plan, force=force, dry_run=dry_run)
     return result, outcome
 
@@ -41,18 +53,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="list what would change and write nothing")
     parser.add_argument("--no-tests", action="store_true", help="do not export tests to test/eval/")
     parser.add_argument("--list", action="store_true", help="print every exported file (the pull request's file list)")
+    parser.add_argument("--no-patches", action="store_true", help="do not write the lmms-eval patch series the tasks need (lmms_tasks_patches/)")
     args = parser.parse_args(argv)
     try:
         tree = default_tree(args.benchmark)
         root = checkout_root(args.path)
         style = detect_style(root)
         print(f"exporting {', '.join(tree.benchmarks)} into {root}\nstyle: {style.describe()}", flush=True)
-        result, outcome = export(root, tree, force=args.force, dry_run=args.dry_run, include_tests=not args.no_tests)
+        result, outcome = export(root, tree, force=args.force, dry_run=args.dry_run, include_tests=not args.no_tests, patches=not args.no_patches)
     except ExportError as exc:
         print(f"export-upstream: error: {exc}", file=sys.stderr)
         return 2
     verb = "would write" if args.dry_run else "wrote"
     print(f"{verb} {len(outcome.written)} file(s), {len(outcome.unchanged)} unchanged, removed {len(outcome.removed)}; current_tasks.md {'updated' if outcome.catalog_changed else 'unchanged'}")
+    if result.series.files:
+        print(
+            f"this lmms-eval lacks {len(result.series.missing)} feature(s) the tasks use: the patch series ({result.series.version}) is in "
+            f"{series.OUTPUT_DIR}/. Apply it first, then commit the tasks (docs/UPSTREAM.md):\n"
+            f"  cd {root} && git am {series.OUTPUT_DIR}/*.patch && rm -r {series.OUTPUT_DIR}"
+        )
+    elif not args.no_patches:
+        print("this lmms-eval has every feature the tasks use: no patches needed")
     if args.list:
         for rel in sorted(result.plan.files):
             print(f"  {rel}")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lmms_tasks.utils.commands.upstream import catalog, yamlexport
 from lmms_tasks.utils.commands.upstream.pyrewrite import (
     COMPAT_PACKAGE,
+    UPSTREAM_SKIP_MARKER,
     drop_compat,
     drop_marked_tests,
     read_python,
@@ -38,6 +40,7 @@ class Export:
     dropped_tests: list[str] = field(default_factory=list)
     third_party: set[str] = field(default_factory=set)
     task_names: dict[str, list[str]] = field(default_factory=dict)
+    series: Any = None  # series.SeriesPlan, set by cli.export
 
 
 class _Builder:
@@ -190,7 +193,7 @@ class _Builder:
                 raise ExportError(f"{shared}: shared fixtures need the package {fixtures.rsplit('.', 1)[0]!r} to live in")
             dest = self.mapping.target_path(fixtures, False)
             if dest not in self.files:
-                self.python(shared, dest, fixtures)
+                self.python(shared, dest, fixtures, drop_marked=True)
                 self.pending.append((fixtures.rsplit(".", 1)[0], str(shared)))
             names = _fixture_names(shared)
             if names:
@@ -250,10 +253,13 @@ def _conftest(benchmark: str, imports: str, markers: tuple[str, ...], existing: 
 
 
 def _fixture_names(conftest: Path) -> list[str]:
-    """Functions decorated with `pytest.fixture` in the shared conftest."""
+    """Functions decorated with `pytest.fixture` in the shared conftest (not the include-path-only ones)."""
     names = []
     for node in ast.parse(conftest.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in node.decorator_list):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        decorators = [ast.unparse(d).split("(")[0] for d in node.decorator_list]
+        if any("fixture" in d for d in decorators) and not any(d == UPSTREAM_SKIP_MARKER or d.endswith(f"mark.{UPSTREAM_SKIP_MARKER}") for d in decorators):
             names.append(node.name)
     return names
 

@@ -321,8 +321,9 @@ UPSTREAM_SKIP_MARKER = "include_path_only"
 
 
 def drop_marked_tests(source: str, filename: str, marker: str = UPSTREAM_SKIP_MARKER) -> tuple[str, list[str]]:
-    """Remove test functions/classes decorated with `@pytest.mark.<marker>`: checks that only hold while
-    the tasks live outside lmms-eval (e.g. "no built-in task has our names") are false once merged."""
+    """Remove test functions/classes decorated with `@pytest.mark.<marker>`, and fixtures decorated with a
+    plain `@<marker>` (pytest marks cannot decorate fixtures): checks that only hold while the tasks live
+    outside lmms-eval (e.g. "no built-in task has our names") are false once merged."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
@@ -331,7 +332,8 @@ def drop_marked_tests(source: str, filename: str, marker: str = UPSTREAM_SKIP_MA
     dropped: list[tuple[int, int, str]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(ast.unparse(d).split("(")[0].endswith(f"mark.{marker}") for d in node.decorator_list):
+            names = [ast.unparse(d).split("(")[0] for d in node.decorator_list]
+            if any(name.endswith(f"mark.{marker}") or name == marker for name in names):
                 start = min(d.lineno for d in node.decorator_list)
                 dropped.append((start, node.end_lineno or start, node.name))
     for start, end, _ in sorted(dropped, reverse=True):

@@ -1,0 +1,104 @@
+"""The lmms-eval patch series our exported tasks need, and which version of it fits a checkout.
+
+Our tasks are written for an lmms-eval with the features of this series (docs/UPSTREAM.md lists them); in
+lmms-tasks the compat layer backports them into a stock 0.7.3, but an upstream pull request must carry the
+fixes themselves. The series exists in two versions, `0.7.3` (against the released package) and `main`
+(rebased onto lmms-eval's main branch); `git am`-ready files live in `patch_series/<version>/`.
+
+`plan(root)` decides what a checkout needs: nothing when it already has every feature (probed in its
+source: the patches add these names), else the version whose patches all apply (`git apply --check`), and
+`export-upstream` writes those files to `lmms_tasks_patches/` at the checkout root, to be applied with
+`git am` before the tasks are committed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmms_tasks.utils.commands.upstream.sources import ExportError
+
+SERIES_DIR = Path(__file__).with_name("patch_series")
+VERSIONS = ("0.7.3", "main")
+OUTPUT_DIR = "lmms_tasks_patches"
+
+# What each patch adds, as the checkout's source shows it (file, regex): present means the feature is in.
+FEATURES: dict[str, tuple[str, str]] = {
+    "0001-task-strip-responses": ("lmms_eval/api/task.py", r"^\s+strip_responses\s*:\s*bool"),
+    "0002-group-exact-metrics": ("lmms_eval/api/group.py", r"^\s+group_metric\s*:"),
+    "0003-cli-exit-status": ("lmms_eval/api/run_status.py", r"def report_incomplete"),
+    "0004-task-custom-dataset": ("lmms_eval/api/task.py", r"^\s+custom_dataset\s*:"),
+    "0005-metrics-aggregation-stderr": ("lmms_eval/api/metrics.py", r"getattr\(metric, \"stderr\""),
+}
+
+
+@dataclass
+class SeriesPlan:
+    """What a checkout needs: the missing features, the version that applies, and its patch files."""
+
+    missing: list[str]
+    version: str | None = None
+    files: dict[str, bytes] = field(default_factory=dict)  # checkout-relative path -> patch bytes
+
+
+def patch_files(version: str) -> list[Path]:
+    if version not in VERSIONS:
+        raise ExportError(f"unknown patch series version {version!r} (have {list(VERSIONS)})")
+    files = sorted((SERIES_DIR / version).glob("*.patch"))
+    if [f.stem for f in files] != list(FEATURES):
+        raise ExportError(f"{SERIES_DIR / version}: expected the patches {list(FEATURES)}, found {[f.stem for f in files]}")
+    return files
+
+
+def missing_features(root: Path) -> list[str]:
+    """The patches whose feature the checkout at `root` lacks."""
+    missing = []
+    for name, (rel, pattern) in FEATURES.items():
+        path = root / rel
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if not re.search(pattern, text, flags=re.MULTILINE):
+            missing.append(name)
+    return missing
+
+
+def applies(root: Path, patches: list[Path]) -> str | None:
+    """None when every patch applies in order to a scratch copy of the checkout's `lmms_eval/` (the checkout
+    itself is never touched), else git's message."""
+    git = shutil.which("git")
+    if git is None:
+        raise ExportError("git is needed to check which patch series fits the checkout")
+    with tempfile.TemporaryDirectory(prefix="lmms_tasks_series_") as scratch:
+        shutil.copytree(root / "lmms_eval", Path(scratch) / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__", "tasks"))
+        for patch in patches:
+            out = subprocess.run([git, "apply", "--whitespace=nowarn", str(patch)], cwd=scratch, capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                lines = [line for line in out.stderr.splitlines() if line.startswith("error")]
+                return f"{patch.name}: {'; '.join(lines) or out.stderr.strip()}"
+    return None
+
+
+def plan(root: Path) -> SeriesPlan:
+    """The patch files `export-upstream` writes for the checkout at `root` (none if it has every feature)."""
+    missing = missing_features(root)
+    if not missing:
+        return SeriesPlan(missing=[])
+    if len(missing) != len(FEATURES):
+        raise ExportError(
+            f"{root}: lmms-eval has some of the features our tasks need but not {missing}; apply those patches from "
+            f"{SERIES_DIR} by hand (git am), then export again"
+        )
+    problems = {}
+    for version in VERSIONS:
+        files = patch_files(version)
+        problem = applies(root, files)
+        if problem is None:
+            return SeriesPlan(missing=missing, version=version, files={f"{OUTPUT_DIR}/{f.name}": f.read_bytes() for f in files})
+        problems[version] = problem
+    raise ExportError(
+        f"{root}: neither version of the lmms-eval patch series applies ({'; '.join(f'{v}: {p}' for v, p in problems.items())}); "
+        "rebase the series in utils/commands/upstream/patch_series/ onto this checkout"
+    )
