@@ -237,6 +237,28 @@ def stats_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
+def stats_report(stats_runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    """The report of `stats_runs` (plots as SVG and PNG; a missing glyph fails it): (WrittenReport, report.md)."""
+    import warnings
+
+    from lmms_tasks.utils.commands.report import plots, write_report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plots.MissingGlyphWarning)
+        written = write_report(stats_runs, tmp_path_factory.mktemp("stats_report"), formats=("svg", "png"))
+    return written, written.markdown.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def demo_report(demo_two_models: tuple[Path, Any]) -> Any:
+    """The report of the two-model demo's runs (WrittenReport), written once for the session."""
+    from lmms_tasks.utils.commands.report import write_report
+
+    work, outcome = demo_two_models
+    return write_report(list(outcome.run_dirs.values()), work / "report")
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless chromium for the whole test session; skipped, with the reason, where none is installed."""
     from lmms_tasks.utils.testing.browser import INSTALL_HINT, Browser, find_chromium

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.commands.report import write_report
-
 pytestmark = pytest.mark.e2e
 
 WIDTHS = (1280, 1024)
@@ -75,18 +73,37 @@ def check_screenshot(path: Path) -> None:
         assert colours is None or len(colours) > 50, "the screenshot is (nearly) blank"
 
 
-def test_demo_report_in_a_browser(browser: Any, demo_two_models: tuple[Path, Any], tmp_path: Path) -> None:
-    _, outcome = demo_two_models
-    written = write_report(list(outcome.run_dirs.values()), tmp_path / "report")
-    layouts = check_in_browser(browser, written, tmp_path / "report" / "screenshot.png")
+def test_demo_report_in_a_browser(browser: Any, demo_report: Any, tmp_path: Path) -> None:
+    layouts = check_in_browser(browser, demo_report, tmp_path / "screenshot.png")
     assert layouts[WIDTHS[0]]["tables"] >= 15
-    check_screenshot(tmp_path / "report" / "screenshot.png")
+    check_screenshot(tmp_path / "screenshot.png")
 
 
-def test_report_with_intervals_and_paired_differences_in_a_browser(browser: Any, stats_runs: list[Path], tmp_path: Path) -> None:
-    """The statistics columns and the paired table (the widest tables) fit too; plots embedded as PNG load as well."""
-    written = write_report(stats_runs, tmp_path / "report", formats=("png", "svg"))
-    assert "<!-- table: paired-2 -->" in written.markdown.read_text(encoding="utf-8")
-    check_in_browser(browser, written, tmp_path / "report" / "screenshot.png")
-    png_only = write_report(stats_runs, tmp_path / "png_report", formats=("png",))
-    check_in_browser(browser, png_only, tmp_path / "png_report" / "screenshot.png")
+HANGUL_FONTS = (
+    "NanumGothic",
+    "Noto Sans CJK",
+    "Noto Sans KR",
+    "Noto Serif CJK",
+    "UnDotum",
+    "Baekmuk",
+    "Malgun Gothic",
+    "Apple SD Gothic Neo",
+)
+
+
+def test_report_with_intervals_and_paired_differences_in_a_browser(browser: Any, stats_report: tuple[Any, str], tmp_path: Path) -> None:
+    """The statistics columns and the paired table fit too, and the Korean category names in the HTML
+    tables are drawn with a font that has Hangul (fonts-nanum), not as boxes in the Latin font."""
+    written, markdown = stats_report
+    assert "<!-- table: paired-2 -->" in markdown
+    check_in_browser(browser, written, tmp_path / "screenshot.png")
+    page = browser.open(written.html)
+    try:
+        cells = page.platform_fonts("#haerae-category tbody td:first-child")
+    finally:
+        page.close()
+    assert len(cells) == 2, cells
+    for text, fonts in cells:
+        hangul = sum(1 for c in text if "\uac00" <= c <= "\ud7a3")
+        drawn = sum(f["glyphCount"] for f in fonts if f["familyName"].startswith(HANGUL_FONTS))
+        assert hangul and drawn >= hangul, f"{text!r} drawn with {fonts}: no font with Hangul (fonts-nanum: scripts/setup_browser.sh)"

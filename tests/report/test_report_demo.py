@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.commands.report import write_report
 from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
@@ -205,9 +204,9 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(demo_two_models: tuple[Path, DemoOutcome]) -> Demo:
+def demo(demo_two_models: tuple[Path, DemoOutcome], demo_report: Any) -> Demo:
     work, outcome = demo_two_models
-    written = write_report(list(outcome.run_dirs.values()), work / "report")
+    written = demo_report
     markdown = written.markdown.read_text(encoding="utf-8")
     runs = {model: read_run(model, root) for model, root in outcome.run_dirs.items()}
     return Demo(outcome, work / "report", markdown, written.html.read_text(encoding="utf-8"), parse_tables(markdown), runs, written.plots)

@@ -8,13 +8,12 @@ Expected numbers are worked out by hand below (and the t-test p-values checked a
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.commands.report import plots, write_report
+from lmms_tasks.utils.commands.report import plots
 from lmms_tasks.utils.commands.report.paired import paired_difference
 from lmms_tasks.utils.commands.report.runs import load_runs, stderr, unit_scale, unit_scores
 
@@ -22,12 +21,25 @@ CATEGORIES = {"게임": (0.25, 0.5), "음식 문화": (0.75, 1.0)}  # the fixtur
 HANGUL = sorted({c for name in CATEGORIES for c in name if "\uac00" <= c <= "\ud7a3"})
 
 
-@pytest.fixture(scope="module")
-def stats_report(stats_runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", plots.MissingGlyphWarning)
-        written = write_report(stats_runs, tmp_path_factory.mktemp("stats_report"), formats=("svg", "png"))
-    return written, written.markdown.read_text(encoding="utf-8")
+def sections_of(inputs: list[Path]) -> list[Any]:
+    from lmms_tasks.utils.commands.report.sections import build_sections
+
+    return build_sections(load_runs(inputs))
+
+
+def tables_markdown(inputs: list[Path]) -> str:
+    """report.md's tables and prose without drawing a plot (cheap)."""
+    from lmms_tasks.utils.commands.report.tables import Table, table_markdown
+
+    blocks = [block for section in sections_of(inputs) for block in section.blocks if not isinstance(block, plots.Plot)]
+    return "\n".join(table_markdown(block) if isinstance(block, Table) else str(block) for block in blocks)
+
+
+def render_plots(inputs: list[Path], names: tuple[str, ...], directory: Path, formats: tuple[str, ...]) -> dict[str, dict[str, Path]]:
+    """Only the named plots of the report, drawn as `write_report` draws them."""
+    found = [block for section in sections_of(inputs) for block in section.blocks if isinstance(block, plots.Plot) and block.name in names]
+    assert sorted(block.name for block in found) == sorted(names)
+    return {block.name: plots.render(block, directory, formats) for block in found}
 
 
 def table(markdown: str, anchor: str) -> tuple[list[str], list[list[str]]]:
@@ -88,11 +100,11 @@ def test_plus_minus_columns_hold_1_96_standard_errors(stats_report: tuple[Any, s
 
 def test_old_runs_print_na_in_the_plus_minus_columns(new_format_run: Any, tmp_path: Path) -> None:
     run = new_format_run(tmp_path / "old", "old-model", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.5], stderr_value="N/A")
-    md = write_report([run], tmp_path / "out").markdown.read_text(encoding="utf-8")
+    md = tables_markdown([run])
     assert rows_by_first(md, "vlm2-table1")["old-model"]["Avg(9) ±"] == "N/A"
     assert rows_by_first(md, "hev-passk")["V2C"]["old-model pass@1 ±"] == "N/A"
     assert rows_by_first(md, "haerae-overall")["old-model"]["Original ±"] == "N/A"
-    assert "<!-- table: paired" not in md and "## Paired differences" not in md  # one run: nothing to pair
+    assert "paired" not in [section.anchor for section in sections_of([run])]  # one run: nothing to pair
 
 
 def test_error_bars_are_drawn_only_where_there_is_a_standard_error(
@@ -102,9 +114,9 @@ def test_error_bars_are_drawn_only_where_there_is_a_standard_error(
     for name in ("vlm2_subtasks", "humaneval_v_passk", "haerae_vision_gap"):
         assert "LineCollection" in written.plots[name]["svg"].read_text(encoding="utf-8"), f"{name}: no error bars"
     run = new_format_run(tmp_path / "old", "old-model", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.5], stderr_value="N/A")
-    old = write_report([run], tmp_path / "out")
-    for name in ("vlm2_subtasks", "humaneval_v_passk", "haerae_vision_gap"):
-        assert "LineCollection" not in old.plots[name]["svg"].read_text(encoding="utf-8"), name
+    old = render_plots([run], ("vlm2_subtasks", "humaneval_v_passk", "haerae_vision_gap"), tmp_path, ("svg",))
+    for name, files in old.items():
+        assert "LineCollection" not in files["svg"].read_text(encoding="utf-8"), name
 
 
 # -- breakdowns from the summaries ----------------------------------------------------------------------
@@ -214,7 +226,7 @@ def test_runs_of_other_documents_are_not_compared(new_format_run: Any, tmp_path:
     samples.write_text(samples.read_text(encoding="utf-8").replace('"q0"', '"other"'), encoding="utf-8")
     broken = b / "model-b" / "20260301_120000_samples_humaneval_v_v2c.jsonl"
     broken.write_text('{"doc_id": 0, "pass@1": {"score": 1}}\nnot json\n', encoding="utf-8")
-    md = write_report([a, b], tmp_path / "out").markdown.read_text(encoding="utf-8")
+    md = tables_markdown([a, b])
     tasks = [row[0] for row in table(md, "paired-2")[1]]
     assert tasks == ["`haerae_vision_original`"]
     assert "`vlm2_bench_gc_mat` (model-b): `doc_id` 0 is another document in each run (q_id); not compared" in md
@@ -226,7 +238,7 @@ def test_no_shared_unit_scores_says_why(new_format_run: Any, tmp_path: Path) -> 
     b = new_format_run(tmp_path / "b", "model-b", gc=[1, 1], hev=[1, 1], haerae=[0.5, 0.5])
     for path in b.rglob("*_samples_*.jsonl"):
         path.unlink()
-    md = write_report([a, b], tmp_path / "out").markdown.read_text(encoding="utf-8")
+    md = tables_markdown([a, b])
     assert "<!-- table: paired" not in md and "no paired comparison is made" in md
 
 
@@ -263,4 +275,4 @@ def test_a_label_without_a_glyph_warns(new_format_run: Any, tmp_path: Path, monk
     monkeypatch.setattr(plots, "fallback_families", lambda: ())
     run = new_format_run(tmp_path / "a", "model-a", gc=[1], hev=[1], haerae=[0.5])
     with pytest.warns(plots.MissingGlyphWarning, match=r"plot haerae_vision_gap: no font has .*게"):
-        write_report([run], tmp_path / "out", formats=("png",))
+        render_plots([run], ("haerae_vision_gap",), tmp_path, ("png",))

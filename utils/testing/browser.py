@@ -211,6 +211,19 @@ class Page:
         path.write_bytes(base64.b64decode(data))
         return path
 
+    def platform_fonts(self, selector: str) -> list[tuple[str, list[dict[str, Any]]]]:
+        """(text, the fonts the browser drew it with: familyName and glyphCount each) for every element
+        matching the CSS selector. A character no font has is counted under the first font (as a box)."""
+        self.browser.call("DOM.enable", {}, self.session)
+        self.browser.call("CSS.enable", {}, self.session)
+        root = self.browser.call("DOM.getDocument", {}, self.session)["root"]["nodeId"]
+        nodes = self.browser.call("DOM.querySelectorAll", {"nodeId": root, "selector": selector}, self.session)["nodeIds"]
+        texts = self.evaluate(f"Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => e.textContent)")
+        return [
+            (text, self.browser.call("CSS.getPlatformFontsForNode", {"nodeId": node}, self.session)["fonts"])
+            for node, text in zip(nodes, texts)
+        ]
+
     def close(self) -> None:
         self.browser.call("Target.closeTarget", {"targetId": self.target})
 
