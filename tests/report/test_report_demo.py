@@ -469,6 +469,15 @@ def unit_scores_of(run: RunFiles, task: str) -> tuple[str, dict[Any, float], dic
     if not samples.is_file():
         return None
     key = (data.get("configs", {}).get(task) or {}).get("score_key")
+    if not key or key == "score":  # lmms-eval's default names no metric: the task's headline
+        passk = {name for pair in PASSK.values() for t, name in pair if t == task}
+        key = (
+            "vlm2_score"
+            if task.startswith("vlm2_bench_")
+            else "haerae_vision_score"
+            if task.startswith("haerae")
+            else next(iter(passk), None)
+        )
     scores, items = {}, {}
     for line in samples.read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
