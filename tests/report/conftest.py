@@ -1,10 +1,15 @@
-"""Reference texts for the report tests: the fidelity spec beside the checkout (../shared, present in CI
-and in development) and the package's own benchmark READMEs, parsed here independently of the code."""
+"""For the report tests: reference texts (the fidelity spec beside the checkout, ../shared, present in CI
+and in development, and the package's own benchmark READMEs, parsed here independently of the code);
+hand-written runs in the format of runs with standard errors (`new_format_run`, `stats_runs`); and one
+headless browser per test session (`browser`)."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +108,162 @@ def humaneval_references() -> list[tuple[str, str]]:
             start = text.index(headings["humaneval"])
             out.append((name, text[start : start + 1500]))
     return out
+
+
+# -- hand-written runs with standard errors, unit scores and summaries --------------------------------------
+
+CATEGORIES = {"게임": (0.25, 0.5), "음식 문화": (0.75, 1.0)}  # HAERAE category -> (original, explicit)
+
+
+def write_run(
+    root: Path,
+    model: str,
+    results: dict[str, Any],
+    groups: dict[str, Any] | None = None,
+    samples: dict[str, list[dict[str, Any]]] | None = None,
+    configs: dict[str, Any] | None = None,
+    judgements: dict[str, dict[str, Any]] | None = None,
+    executions: dict[str, dict[str, Any]] | None = None,
+    stamp: str = "20260301_120000",
+) -> Path:
+    """`<root>/<model>/<stamp>_results.json`, its `<stamp>_samples_<task>.jsonl` and the summaries, as a run writes them."""
+    data = {
+        "results": results,
+        "groups": groups or {},
+        "configs": configs or {},
+        "config": {"model": "openai", "model_args": f"model_version={model}"},
+        "date": stamp,
+        "model_name": model,
+    }
+    directory = root / model
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{stamp}_results.json").write_text(json.dumps(data), encoding="utf-8")
+    for task, lines in (samples or {}).items():
+        (directory / f"{stamp}_samples_{task}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    for kind, found in (("judgements", judgements or {}), ("executions", executions or {})):
+        for task, summary in found.items():
+            (root / kind).mkdir(exist_ok=True)
+            (root / kind / f"{task}.summary.json").write_text(json.dumps({"task": task, **summary}), encoding="utf-8")
+    return root
+
+
+def gc_samples(pair_scores: list[int], q_prefix: str = "q") -> list[dict[str, Any]]:
+    """Two documents per pair; the pair's first question carries the pair's unit score."""
+    lines = []
+    for pair, score in enumerate(pair_scores):
+        for second in (0, 1):
+            item = {"subtask": "gc_mat", "doc_index": 2 * pair + second, "q_id": f"{q_prefix}{2 * pair + second}", "response": "T"}
+            if not second:
+                item["score"] = score
+            lines.append({"doc_id": 2 * pair + second, "vlm2_score": item, "tf_pair_acc": dict(item)})
+    return lines
+
+
+def _new_format_run(root: Path, model: str, gc: list[int], hev: list[int], haerae: list[float], stderr_value: Any = None) -> Path:
+    """A run with standard errors, unit scores in the samples and the breakdowns in the summaries."""
+    se = (lambda v: v) if stderr_value is None else (lambda v: stderr_value)
+    gc_score = 100.0 * sum(gc) / len(gc)
+    results = {
+        "vlm2_bench_gc_mat": {"vlm2_score,none": gc_score, "vlm2_score_stderr,none": se(12.5), "vlm2_score_stderr_clt,none": se(0.125)},
+        "vlm2_bench_oc_cnt": {"vlm2_score,none": 40.0, "vlm2_score_stderr,none": "N/A"},
+        "humaneval_v_v2c": {
+            "pass@1,none": 100.0 * sum(hev) / len(hev),
+            "pass@1_stderr,none": se(25.0),
+            "pass@1_unrounded,none": 100.0 * sum(hev) / len(hev),
+            "pass@1_unrounded_stderr,none": se(25.0),
+        },
+        "haerae_vision_original": {
+            "haerae_vision_score,none": sum(haerae) / len(haerae),
+            "haerae_vision_score_stderr,none": se(0.1),
+            "judge_failures,none": 0,
+            "judge_unparsed,none": 1,
+        },
+        "haerae_vision_explicit": {"haerae_vision_score,none": 0.75, "haerae_vision_score_stderr,none": se(0.05), "judge_failures,none": 1},
+    }
+    groups = {
+        "vlm2_bench": {
+            "vlm2_score,none": 57.5,
+            "vlm2_score_stderr,none": se(3.0),
+            "vlm2_img8_score,none": 57.5,
+            "vlm2_img8_score_stderr,none": se(3.5),
+            "vlm2_gap_to_human,none": 57.5 - 95.16,
+            "vlm2_gap_to_human_stderr,none": se(3.0),
+            "vlm2_exact_score,none": 50.0,
+            "vlm2_exact_score_stderr,none": "N/A",
+        },
+        "vlm2_bench_gc": {"vlm2_score,none": gc_score, "vlm2_score_stderr,none": se(12.5)},
+        "haerae_vision": {
+            "score_original,none": sum(haerae) / len(haerae),
+            "score_original_stderr,none": se(0.1),
+            "score_explicit,none": 0.75,
+            "score_explicit_stderr,none": se(0.05),
+            "underspec_gap,none": 0.75 - sum(haerae) / len(haerae),
+            "underspec_gap_stderr,none": se(0.08),
+            "judge_failures,none": 1,
+            "judge_unparsed,none": 1,
+        },
+    }
+    results.update({name: dict(values) for name, values in groups.items()})
+    samples = {
+        "vlm2_bench_gc_mat": gc_samples(gc),
+        "humaneval_v_v2c": [{"doc_id": i, "pass@1": {"qid": f"t{i}", "score": s}} for i, s in enumerate(hev)],
+        "haerae_vision_original": [
+            {"doc_id": i, "haerae_vision_score": {"question_idx": str(i), "variant": "original", "score": s}} for i, s in enumerate(haerae)
+        ],
+    }
+    configs = {"vlm2_bench_gc_mat": {"score_key": "vlm2_score"}, "humaneval_v_v2c": {"score_key": "pass@1"}}  # HAERAE: default key
+    judge = {"judge_model": "j", "requests": 5, "failed": 0, "unparsed": 1, "cache_hits": 0, "input_tokens": 50, "output_tokens": 5}
+    judgements = {
+        "haerae_vision_original": dict(judge, category_scores={c: o for c, (o, _) in CATEGORIES.items()}, judge_info="judge=j n=5"),
+        "haerae_vision_explicit": dict(judge, category_scores={c: e for c, (_, e) in CATEGORIES.items()}),
+    }
+    executions = {"humaneval_v_v2c": {"programs": 4, "passed": 2, "by_task_type": {"Aggregation": 100.0, "Iteration": 0.0}}}
+    return write_run(root, model, results, groups, samples, configs, judgements, executions)
+
+
+@pytest.fixture(scope="session")
+def new_format_run() -> Any:
+    """`new_format_run(root, model, gc=[pair scores], hev=[task scores], haerae=[item scores], stderr_value=None)`."""
+    return _new_format_run
+
+
+@pytest.fixture(scope="session")
+def stats_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two runs of the same documents (model-a, model-b), worked out by hand in test_report_stats.py."""
+    root = tmp_path_factory.mktemp("stats_runs")
+    a = _new_format_run(root / "a", "model-a", gc=[1, 0, 1, 1], hev=[1, 1, 0, 0], haerae=[0.2, 0.4, 0.6, 0.8, 1.0])
+    b = _new_format_run(root / "b", "model-b", gc=[1, 1, 1, 0], hev=[1, 1, 1, 0], haerae=[0.5, 0.7, 0.9, 0.9, 1.0])
+    return [a, b]
+
+
+@pytest.fixture(scope="session")
+def stats_report(stats_runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    """The report of `stats_runs` (plots as SVG and PNG; a missing glyph fails it): (WrittenReport, report.md)."""
+    import warnings
+
+    from lmms_tasks.utils.commands.report import plots, write_report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plots.MissingGlyphWarning)
+        written = write_report(stats_runs, tmp_path_factory.mktemp("stats_report"), formats=("svg", "png"))
+    return written, written.markdown.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def demo_report(demo_two_models: tuple[Path, Any]) -> Any:
+    """The report of the two-model demo's runs (WrittenReport), written once for the session."""
+    from lmms_tasks.utils.commands.report import write_report
+
+    work, outcome = demo_two_models
+    return write_report(list(outcome.run_dirs.values()), work / "report")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless chromium for the whole test session; skipped, with the reason, where none is installed."""
+    from lmms_tasks.utils.testing.browser import INSTALL_HINT, Browser, find_chromium
+
+    if find_chromium() is None:
+        pytest.skip(f"no chromium on this machine, so report.html is not checked in a browser: {INSTALL_HINT}")
+    with Browser.start() as started:
+        yield started

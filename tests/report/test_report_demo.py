@@ -5,8 +5,11 @@ How the tracing works: report.md is parsed here (every table follows a `<!-- tab
 marker). Each anchor has a checker below that knows, independently of the report code, where each of its
 cells comes from (a results.json "groups"/"results" entry, a judgement or execution summary, or the
 published table of the fidelity spec / README) and compares the printed number with the source value to
-the printed precision, with a fixed number of decimals per column. A table without a checker, or a
-numeric or N/A cell that no checker looked at, fails the test; a decimal number in the prose fails it too.
+the printed precision, with a fixed number of decimals per column. A `<column> ±` cell is 1.96 × the
+`<metric>_stderr` beside that metric in the same results section (N/A where it is "N/A" or absent). The
+paired-difference tables are recomputed here from the samples files (scipy's `ttest_rel`). A table
+without a checker, or a numeric or N/A cell that no checker looked at, fails the test; a decimal number in
+the prose fails it too.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.commands.report import write_report
 from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
@@ -75,6 +77,24 @@ class RunFiles:
         keys = [k for k in self.section(name) if k.split(",", 1)[0] == metric and "," in k]
         assert len(keys) <= 1, keys
         return self.section(name)[keys[0]] if keys else None
+
+    def plus(self, name: str, metric: str) -> Any:
+        """1.96 × the metric's `_stderr` (same filter), None where there is no numeric one."""
+        keys = [k for k in self.section(name) if k.split(",", 1)[0] == metric and "," in k]
+        if not keys:
+            return None
+        value = self.section(name).get(f"{metric}_stderr,{keys[0].split(',', 1)[1]}")
+        return 1.96 * value if is_value(value) else None
+
+    def breakdown(self, kind: str, task: str, key: str) -> Any:
+        """A dict breakdown: from the task's summary file where it has the key (newer runs), else results.json."""
+        path, _ = self.owner(task)
+        file = path.parents[1] / kind / f"{task}.summary.json"
+        if file.is_file():
+            data = json.loads(file.read_text(encoding="utf-8"))
+            if key in data:
+                return data[key]
+        return self.metric(task, key)
 
     def summary(self, kind: str, task: str) -> dict[str, Any]:
         owner_task = next(
@@ -184,9 +204,9 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(demo_two_models: tuple[Path, DemoOutcome]) -> Demo:
+def demo(demo_two_models: tuple[Path, DemoOutcome], demo_report: Any) -> Demo:
     work, outcome = demo_two_models
-    written = write_report(list(outcome.run_dirs.values()), work / "report")
+    written = demo_report
     markdown = written.markdown.read_text(encoding="utf-8")
     runs = {model: read_run(model, root) for model, root in outcome.run_dirs.items()}
     return Demo(outcome, work / "report", markdown, written.html.read_text(encoding="utf-8"), parse_tables(markdown), runs, written.plots)
@@ -205,7 +225,7 @@ def check_runs(t: Checker, demo: Demo, refs: Any) -> None:
 
 
 def check_vlm2_table1(t: Checker, demo: Demo, refs: Any) -> None:
-    assert t.header[2:] == [*SUBTASK_COLUMNS, "Avg(9)", "Avg(8 img)", "Δhuman"]
+    assert t.header[2:] == [*SUBTASK_COLUMNS, "Avg(9)", "Avg(9) ±", "Avg(8 img)", "Δhuman"]
     run_rows = [r for r, row in enumerate(t.rows) if row[1] == "run"]
     assert [t.rows[r][0] for r in run_rows] == list(DEMO_MODELS), "both runs, side by side"
     for r in run_rows:
@@ -213,8 +233,9 @@ def check_vlm2_table1(t: Checker, demo: Demo, refs: Any) -> None:
         for c, column in enumerate(t.header[2:11], start=2):
             t.number(r, c, run.metric(f"vlm2_bench_{SUBTASK_COLUMNS[column]}", "vlm2_score"), 2)
         t.number(r, 11, run.metric("vlm2_bench", "vlm2_score"), 2)
-        t.number(r, 12, run.metric("vlm2_bench", "vlm2_img8_score"), 2)
-        t.number(r, 13, run.metric("vlm2_bench", "vlm2_gap_to_human"), 2)
+        t.number(r, 12, run.plus("vlm2_bench", "vlm2_score"), 2)
+        t.number(r, 13, run.metric("vlm2_bench", "vlm2_img8_score"), 2)
+        t.number(r, 14, run.metric("vlm2_bench", "vlm2_gap_to_human"), 2)
     for source, reference in refs["table1"]:
         published = [r for r, row in enumerate(t.rows) if row[1] == "Table 1"]
         assert [t.rows[r][0] for r in published] == list(reference), source
@@ -224,24 +245,42 @@ def check_vlm2_table1(t: Checker, demo: Demo, refs: Any) -> None:
                 t.published(r, c, cells[column], 2)
             chance = "(8" in cells["Avg(9)"]
             t.published(r, 11, None if chance else cells["Avg(9)"], 2)
-            t.published(r, 12, cells["Avg(9)"] if chance else None, 2)
-            t.published(r, 13, cells["Δhuman"], 2)
+            t.published(r, 12, None, 2)  # the paper gives no interval
+            t.published(r, 13, cells["Avg(9)"] if chance else None, 2)
+            t.published(r, 14, cells["Δhuman"], 2)
 
 
 def check_vlm2_exact(t: Checker, demo: Demo, refs: Any) -> None:
+    assert t.header == ["Run", "GC-Mat exact", "GC-Trk exact", "Avg(9) exact", "Avg(9) exact ±", "Avg(8 img) exact", "Avg(8 img) exact ±"]
     for r, row in enumerate(t.rows):
         run = demo.runs[row[0]]
         t.number(r, 1, run.metric("vlm2_bench_gc_mat", "gc_exact_pair_acc"), 2)
         t.number(r, 2, run.metric("vlm2_bench_gc_trk", "gc_exact_pair_acc"), 2)
         t.number(r, 3, run.metric("vlm2_bench", "vlm2_exact_score"), 2)
-        t.number(r, 4, run.metric("vlm2_bench", "vlm2_exact_img8_score"), 2)
+        t.number(r, 4, run.plus("vlm2_bench", "vlm2_exact_score"), 2)
+        t.number(r, 5, run.metric("vlm2_bench", "vlm2_exact_img8_score"), 2)
+        t.number(r, 6, run.plus("vlm2_bench", "vlm2_exact_img8_score"), 2)
 
 
 def check_vlm2_groups(t: Checker, demo: Demo, refs: Any) -> None:
-    assert t.header == ["Run", "GC", "OC", "PC"]
+    assert t.header == ["Run", "GC", "GC ±", "OC", "OC ±", "PC", "PC ±"]
     for r, row in enumerate(t.rows):
-        for c, family in enumerate(("gc", "oc", "pc"), start=1):
+        for c, family in zip((1, 3, 5), ("gc", "oc", "pc")):
             t.number(r, c, demo.runs[row[0]].metric(f"vlm2_bench_{family}", "vlm2_score"), 2)
+            t.number(r, c + 1, demo.runs[row[0]].plus(f"vlm2_bench_{family}", "vlm2_score"), 2)
+
+
+def check_vlm2_scores(t: Checker, demo: Demo, refs: Any) -> None:
+    """Score | Task | Metric | then a value and a ± column per run."""
+    assert t.header[3::2] == list(DEMO_MODELS) and t.header[4::2] == [f"{m} ±" for m in DEMO_MODELS]
+    for r, row in enumerate(t.rows):
+        task, name = code(row[1]), code(row[2])
+        for c in range(3, len(t.header), 2):
+            run = demo.runs[t.header[c]]
+            t.number(r, c, run.metric(task, name), 2)
+            t.number(r, c + 1, run.plus(task, name), 2)
+    listed = {(code(row[1]), code(row[2])) for row in t.rows}
+    assert {(f"vlm2_bench_{s}", "vlm2_score") for s in SUBTASK_COLUMNS.values()} | {("vlm2_bench", "vlm2_score")} <= listed
 
 
 def check_long_format(t: Checker, demo: Demo, decimals: Any) -> None:
@@ -271,9 +310,15 @@ def check_hev_passk(t: Checker, demo: Demo, refs: Any, suffix: str = "", decimal
     assert [row[0] for row in t.rows] == list(PASSK)
     for c, head in enumerate(t.header[1:], start=1):
         label, k = head.rsplit(" pass@", 1)
+        plus = k.endswith(" ±")
         for r, row in enumerate(t.rows):
-            task, name = PASSK[row[0]][0 if k == "1" else 1]
-            t.number(r, c, demo.runs[label].metric(task, name + suffix), decimals)
+            task, name = PASSK[row[0]][0 if k.startswith("1") else 1]
+            run = demo.runs[label]
+            if not plus:
+                t.number(r, c, run.metric(task, name + suffix), decimals)
+            else:  # the rounded number's interval is the unrounded one's where only that has a standard error
+                error = run.plus(task, name + suffix)
+                t.number(r, c, run.plus(task, name + "_unrounded") if error is None and not suffix else error, decimals)
     assert {h.rsplit(" pass@", 1)[0] for h in t.header[1:]} == set(DEMO_MODELS)
 
 
@@ -290,7 +335,8 @@ def check_breakdown(key: str) -> Any:
         for r, row in enumerate(t.rows):
             (task, _), (task3, _) = PASSK[row[0]]
             for c, label in enumerate(t.header[3:], start=3):
-                t.number(r, c, (demo.runs[label].metric(task if row[1] == "pass@1" else task3, key) or {}).get(row[2]), 2)
+                found = demo.runs[label].breakdown("executions", task if row[1] == "pass@1" else task3, key)
+                t.number(r, c, (found or {}).get(row[2]), 2)
 
     return check
 
@@ -304,18 +350,24 @@ def check_hev_published(t: Checker, demo: Demo, refs: Any) -> None:
 
 
 def check_haerae_overall(t: Checker, demo: Demo, refs: Any) -> None:
+    gap = "Gap (explicit - original)"
+    sources = {"Original": "score_original", "Explicit": "score_explicit", gap: "underspec_gap"}
+    assert t.header[:8] == ["Run", "Original", "Original ±", "Explicit", "Explicit ±", gap, f"{gap} ±", "Judge failures"]
     for r, row in enumerate(t.rows):
         run = demo.runs[row[0]]
-        t.number(r, 1, run.metric("haerae_vision", "score_original"), 4)
-        t.number(r, 2, run.metric("haerae_vision", "score_explicit"), 4)
-        t.number(r, 3, run.metric("haerae_vision", "underspec_gap"), 4)
-        t.number(r, 4, run.metric("haerae_vision", "judge_failures"), 0)
+        for c, head in enumerate(t.header[1:7], start=1):
+            name = sources[head.removesuffix(" ±")]
+            t.number(r, c, run.plus("haerae_vision", name) if head.endswith(" ±") else run.metric("haerae_vision", name), 4)
+        t.number(r, 7, run.metric("haerae_vision", "judge_failures"), 0)
+        if len(t.header) > 8:
+            assert t.header[8] == "Judge unparsed"
+            t.number(r, 8, run.metric("haerae_vision", "judge_unparsed"), 0)
 
 
 def check_haerae_category(t: Checker, demo: Demo, refs: Any) -> None:
     for c, head in enumerate(t.header[1:], start=1):
         label, variant = head.rsplit(" ", 1)
-        scores = demo.runs[label].metric(f"haerae_vision_{variant}", "category_scores")
+        scores = demo.runs[label].breakdown("judgements", f"haerae_vision_{variant}", "category_scores")
         assert {row[0] for row in t.rows} >= set(scores)
         for r, row in enumerate(t.rows):
             t.number(r, c, scores.get(row[0]), 4)
@@ -329,6 +381,7 @@ def check_haerae_judge(t: Checker, demo: Demo, refs: Any) -> None:
         t.number(r, 3, summary["unparsed"], 0)
         t.number(r, 4, summary["failed"], 0)
         t.number(r, 5, run.metric(task, "judge_failures"), 0)
+        t.number(r, 6, run.metric(task, "judge_unparsed"), 0)
 
 
 def check_haerae_published(t: Checker, demo: Demo, refs: Any) -> None:
@@ -406,9 +459,87 @@ def check_health_time(t: Checker, demo: Demo, refs: Any) -> None:
         t.number(r, 4, data["throughput"]["total_elapsed_time"], 3)
 
 
+UNIT_SCALE = {"vlm2_bench_": 100.0, "humaneval_v_": 100.0, "haerae_vision_": 1.0}
+
+
+def unit_scores_of(run: RunFiles, task: str) -> tuple[str, dict[Any, float], dict[Any, dict[str, Any]]] | None:
+    """(score key, doc_id -> unit score, doc_id -> item) from the samples file beside the task's results."""
+    path, data = run.owner(task)
+    samples = path.with_name(path.name.replace("_results.json", f"_samples_{task}.jsonl"))
+    if not samples.is_file():
+        return None
+    key = (data.get("configs", {}).get(task) or {}).get("score_key")
+    if not key or key == "score":  # lmms-eval's default names no metric: the task's headline
+        passk = {name for pair in PASSK.values() for t, name in pair if t == task}
+        key = (
+            "vlm2_score"
+            if task.startswith("vlm2_bench_")
+            else "haerae_vision_score"
+            if task.startswith("haerae")
+            else next(iter(passk), None)
+        )
+    scores, items = {}, {}
+    for line in samples.read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        item = sample.get(key) if key else None
+        if isinstance(item, dict) and is_value(item.get("score")):
+            scores[sample["doc_id"]], items[sample["doc_id"]] = float(item["score"]), item
+    return (key, scores, items) if scores else None
+
+
+def check_paired(t: Checker, demo: Demo, refs: Any) -> None:
+    """Recomputed here from the samples files: the units both runs scored, paired by doc_id."""
+    from scipy import stats
+
+    assert t.header[:4] == ["Task", "Metric", "Unit", "n"] and t.header[6:] == [
+        "Difference",
+        "SE",
+        "95% CI low",
+        "95% CI high",
+        "p",
+        "Within noise",
+    ]
+    baseline, other = demo.runs[t.header[4]], demo.runs[t.header[5]]
+    assert baseline.label == DEMO_MODELS[0]
+    for r, row in enumerate(t.rows):
+        task = code(row[0])
+        (key, a, _), (key_b, b, _) = unit_scores_of(baseline, task), unit_scores_of(other, task)
+        assert code(row[1]) == key == key_b
+        shared = sorted(set(a) & set(b))
+        scale = next(v for prefix, v in UNIT_SCALE.items() if task.startswith(prefix))
+        if scale == 100.0 and max(list(a.values()) + list(b.values())) > 1.0:
+            scale = 1.0  # unit scores already on the 0-100 scale
+        decimals = 2 if task.startswith(("vlm2", "humaneval")) else 4
+        xs, ys = [a[d] * scale for d in shared], [b[d] * scale for d in shared]
+        diffs = [y - x for x, y in zip(xs, ys)]
+        t.number(r, 3, len(shared), 0)
+        t.number(r, 4, sum(xs) / len(xs), decimals)
+        t.number(r, 5, sum(ys) / len(ys), decimals)
+        t.number(r, 6, sum(diffs) / len(diffs), decimals)
+        if len(shared) < 2:  # no spread: no SE, interval or p-value
+            for c in range(7, 12):
+                t.number(r, c, None, decimals)
+            continue
+        mean = sum(diffs) / len(diffs)
+        se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5 / len(diffs) ** 0.5
+        t.number(r, 7, se, decimals)
+        if se > 0:
+            test = stats.ttest_rel(ys, xs)
+            low, high = test.confidence_interval(0.95)
+            t.number(r, 8, low, decimals)
+            t.number(r, 9, high, decimals)
+            t.number(r, 10, test.pvalue, 4)
+            assert row[11] == ("yes" if low <= 0 <= high else "no"), row
+        else:
+            t.number(r, 8, mean, decimals)
+            t.number(r, 9, mean, decimals)
+            t.number(r, 10, 1.0 if mean == 0 else 0.0, 4)
+
+
 CHECKERS = {
     "runs": check_runs,
     "vlm2-table1": check_vlm2_table1,
+    "vlm2-scores": check_vlm2_scores,
     "vlm2-exact": check_vlm2_exact,
     "vlm2-groups": check_vlm2_groups,
     "vlm2-details": check_vlm2_details,
@@ -436,14 +567,15 @@ def test_every_number_in_the_report_comes_from_the_runs_files(
     demo: Demo, table1_references, haerae_references, humaneval_references
 ) -> None:
     refs = {"table1": table1_references, "haerae": haerae_references, "humaneval": humaneval_references}
-    unknown = sorted(set(demo.tables) - set(CHECKERS))
+    checkers = dict(CHECKERS) | {anchor: check_paired for anchor in demo.tables if re.fullmatch(r"paired-\d+", anchor)}
+    unknown = sorted(set(demo.tables) - set(checkers))
     assert not unknown, f"tables without a checker: {unknown}"
     unchecked: list[str] = []
     checked = 0
     for anchor, (header, rows) in demo.tables.items():
         checker = Checker(anchor, header, rows)
         assert rows, f"table {anchor} is empty"
-        CHECKERS[anchor](checker, demo, refs)
+        checkers[anchor](checker, demo, refs)
         unchecked += checker.unchecked()
         checked += len(checker.checked)
     assert not unchecked, f"numbers no checker traced: {unchecked[:20]}"
@@ -454,6 +586,7 @@ def test_every_section_and_main_table_is_there(demo: Demo) -> None:
     for anchor in (
         "runs",
         "vlm2-table1",
+        "vlm2-scores",
         "vlm2-groups",
         "hev-passk",
         "hev-task-type",
@@ -467,7 +600,14 @@ def test_every_section_and_main_table_is_there(demo: Demo) -> None:
         "health-time",
     ):
         assert anchor in demo.tables, anchor
-    for heading in ("## Runs", "## VLM2-Bench", "## HumanEval-V", "## HAERAE-Vision", "## Cost and health"):
+    for heading in (
+        "## Runs",
+        "## VLM2-Bench",
+        "## HumanEval-V",
+        "## HAERAE-Vision",
+        "## Paired differences between runs",
+        "## Cost and health",
+    ):
         assert heading in demo.markdown
 
 

@@ -206,21 +206,24 @@ def test_old_and_new_metric_names_side_by_side(two_runs: list[Path], tmp_path: P
         "47.00",
         "48.00",
         "44.00",
+        "N/A",  # Avg(9) ±: these results have no standard errors
         "43.50",
         "-51.16",
     ]
-    assert table1["model-b"][11:] == ["54.00", "53.50", "-41.16"]
+    assert table1["model-b"][11:] == ["54.00", "N/A", "53.50", "-41.16"]
     exact = {row[0]: row[1:] for row in _table(md, "vlm2-exact")}
-    assert exact == {"model-a": ["N/A", "N/A", "N/A", "N/A"], "model-b": ["N/A", "N/A", "51.12", "50.50"]}
-    passk = {row[0]: row[1:] for row in _table(md, "hev-passk")}
+    assert exact == {"model-a": ["N/A"] * 6, "model-b": ["N/A", "N/A", "51.12", "N/A", "50.50", "N/A"]}
+    passk = {row[0]: row[1::2] for row in _table(md, "hev-passk")}  # the values; the ± columns in between are N/A
+    assert all(cell == "N/A" for row in _table(md, "hev-passk") for cell in row[2::2])
     assert passk["V2C"] == ["50.0", "57.5", "50.0", "57.5"]
     assert passk["V2T2C"] == ["N/A", "62.5", "N/A", "62.5"]  # humaneval_v_t2c_pass3 reports pass@3,none
     assert passk["V2T2C w/ strong coder"] == ["N/A"] * 4  # strong coder off: None
-    unrounded = {row[0]: row[1:] for row in _table(md, "hev-passk-unrounded")}
+    unrounded = {row[0]: row[1::2] for row in _table(md, "hev-passk-unrounded")}
     assert unrounded["V2C"] == ["N/A", "N/A", "50.00", "57.54"]
     assert ["model-b", "`humaneval_v_v2c`", "`parse_success_rate_unrounded`", "75.00"] in _table(md, "hev-health")
     gap = {row[0]: row[1:] for row in _table(md, "haerae-overall")}
-    assert gap["model-a"] == ["0.2500", "0.5000", "0.2500", "1"] and gap["model-b"] == ["0.3500", "0.5000", "0.1500", "1"]
+    assert gap["model-a"] == ["0.2500", "N/A", "0.5000", "N/A", "0.2500", "N/A", "1"]
+    assert gap["model-b"] == ["0.3500", "N/A", "0.5000", "N/A", "0.1500", "N/A", "1"]
     judge = _table(md, "haerae-judge")
     assert judge[0][2:6] == ["2", "1", "0", "1"] and judge[1][2:6] == ["N/A", "N/A", "N/A", "0"]  # explicit: no judge record
     assert ["model-a", "`humaneval_v_v2c`", "4", "N/A", "1", "2", "1", "N/A", "N/A", "N/A", "2.500"] == _table(md, "health-exec")[0][:11]

@@ -8,7 +8,10 @@ explicit by category, and the cost and health of judging and code execution.
 
 Every number is read from a file and printed with a fixed number of decimals per kind (see
 `tables.fmt`); numbers appear only in tables, each table after a `<!-- table: <anchor> -->` marker.
-matplotlib is an optional dependency (`pip install lmms-tasks[report]`).
+Scores with a standard error in the results get a `±` column (1.96 SE) and error bars; runs that scored
+the same documents are compared pairwise from their samples files (`paired.py`, the only numbers the
+report computes). matplotlib (with koreanize-matplotlib's Hangul font, and scipy for the t-test) is an
+optional dependency (`pip install lmms-tasks[report]`).
 """
 
 from __future__ import annotations
@@ -86,16 +89,19 @@ def _markdown(sections: Sequence[Section], written: WrittenReport, image_format:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans","Noto Sans KR",sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans","Noto Sans KR","NanumGothic",sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}
+td code{overflow-wrap:anywhere}
+.table{overflow-x:auto;max-width:100%}
 th:first-child,td:first-child{text-align:left}
 thead th{background:#f4f4f4}
 tbody tr:nth-child(even){background:#fafafa}
 code{font-size:12px;background:#f3f3f3;padding:0 2px}
 figure{margin:1em 0}
-figure img{max-width:100%}
+figure img{max-width:100%;height:auto}
 figcaption,.note{font-size:12px;color:#555}
+p,li{overflow-wrap:anywhere}
 .caption{font-weight:600;margin-bottom:0}
 details{margin:.5em 0 1em}
 summary{cursor:pointer;font-weight:600}

@@ -2,16 +2,29 @@
 
 Figures are drawn on `matplotlib.figure.Figure` objects and saved through the Agg/SVG canvases directly:
 no pyplot, no global backend switch, so using the report from a notebook or another program changes
-nothing there. Output is deterministic: a fixed style, a fixed SVG hash salt, no date in the metadata,
-and text kept as text in SVG (`svg.fonttype: none`), so Korean category names render with the viewer's
-fonts instead of as missing glyphs. Each drawing function takes plain data (labels and numbers already
-read from the files) and draws it; none computes a number that is printed anywhere.
+nothing there. Output is deterministic: a fixed style, a fixed SVG hash salt, no date in the metadata.
+
+Hangul: matplotlib's default font (DejaVu Sans) has none, so every Korean category name would be drawn
+as empty boxes. Latin text stays in DejaVu Sans and each glyph it lacks falls back to NanumGothic, the
+font the `koreanize-matplotlib` package ships (in the `[report]` extra; registered with matplotlib's font
+list here, without importing that package, which would restyle every plot of the process), else to a
+Korean system font. SVG text is written as glyph outlines (`svg.fonttype: path`): the report embeds
+its SVGs as images, which cannot use the page's fonts, so text kept as text would depend on the
+reader's installed fonts; outlines look the same everywhere (the text is kept in an SVG comment beside
+each label). A glyph that no font has is reported once per plot as a `MissingGlyphWarning`.
+
+Bars of scores carry error bars of ±1.96 standard errors where the results give one. Each drawing
+function takes plain data (labels and numbers already read from the files) and draws it; none computes
+a number that is printed anywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import io
+import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +40,7 @@ CHANCE_COLOUR = "#555555"
 
 _STYLE: dict[str, Any] = {
     "svg.hashsalt": "lmms-tasks-report",
-    "svg.fonttype": "none",
+    "svg.fonttype": "path",
     "font.family": ["DejaVu Sans"],
     "font.size": 8.0,
     "axes.titlesize": 9.0,
@@ -45,7 +58,15 @@ _STYLE: dict[str, Any] = {
     "path.simplify": False,
     "hatch.linewidth": 0.8,
 }
-_CJK_FONTS = ("Noto Sans CJK KR", "Noto Sans KR", "NanumGothic", "Malgun Gothic", "AppleGothic", "Apple SD Gothic Neo", "UnDotum")
+_CJK_FONTS = ("NanumGothic", "Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "AppleGothic", "Apple SD Gothic Neo", "UnDotum")
+KOREAN_FONT_PACKAGE = "koreanize_matplotlib"
+KOREAN_FONT_FILE = "NanumGothic.ttf"
+Z95 = 1.96  # error bars: ±1.96 standard errors (a 95% normal interval)
+_GLYPH_WARNING = re.compile(r"Glyph (\d+) .*missing from font")
+
+
+class MissingGlyphWarning(UserWarning):
+    """A plot has text that no configured font can draw (it shows as empty boxes)."""
 
 
 class ReportDependencyError(RuntimeError):
@@ -73,18 +94,78 @@ class Plot:
     size: tuple[float, float]
 
 
-@contextlib.contextmanager
-def _style() -> Iterator[None]:
-    import matplotlib
+def korean_font_file() -> Path | None:
+    """NanumGothic as shipped by `koreanize-matplotlib`, found without importing that package."""
+    spec = importlib.util.find_spec(KOREAN_FONT_PACKAGE)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location) / "fonts" / KOREAN_FONT_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def fallback_families() -> tuple[str, ...]:
+    """Font families with Hangul, in fallback order after DejaVu Sans: the packaged NanumGothic
+    (registered with matplotlib's font list on first use), then Korean system fonts. Warns once when
+    there is none."""
     from matplotlib import font_manager
 
-    style = dict(_STYLE)
+    families: list[str] = []
+    packaged = korean_font_file()
+    if packaged is not None:
+        font_manager.fontManager.addfont(str(packaged))
+        families.append(font_manager.FontProperties(fname=str(packaged)).get_name())
     available = {f.name for f in font_manager.fontManager.ttflist}
-    style["font.family"] = ["DejaVu Sans", *[name for name in _CJK_FONTS if name in available]]
-    with matplotlib.rc_context(style), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
-        warnings.filterwarnings("ignore", message=r".*missing from font\(s\)")
-        yield
+    families += [name for name in _CJK_FONTS if name in available and name not in families]
+    if not families:
+        warnings.warn(
+            MissingGlyphWarning(
+                f"no font with Hangul found (the {KOREAN_FONT_PACKAGE} package is not installed): Korean labels in the "
+                f"report's plots will show as empty boxes. Install it with: {INSTALL_HINT}"
+            ),
+            stacklevel=2,
+        )
+    return tuple(families)
+
+
+def font_families() -> list[str]:
+    return ["DejaVu Sans", *fallback_families()]
+
+
+@contextlib.contextmanager
+def _style(name: str) -> Iterator[None]:
+    """The report's style; matplotlib's per-glyph "missing from font" warnings are gathered into one
+    `MissingGlyphWarning` naming the plot and the characters."""
+    import matplotlib
+
+    style = dict(_STYLE)
+    style["font.family"] = font_families()
+    missing: list[str] = []
+    with matplotlib.rc_context(style), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            others = []
+            for record in caught:
+                found = _GLYPH_WARNING.search(str(record.message))
+                if found:
+                    char = chr(int(found.group(1)))
+                    if char not in missing:
+                        missing.append(char)
+                else:
+                    others.append(record)
+    for record in others:
+        warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+    if missing:
+        warnings.warn(
+            MissingGlyphWarning(
+                f"plot {name}: no font has {''.join(missing)!r} ({', '.join(f'U+{ord(c):04X}' for c in missing)}); "
+                f"drawn as empty boxes. Install a font with them: {INSTALL_HINT}"
+            ),
+            stacklevel=3,
+        )
 
 
 def render(plot: Plot, directory: Path, formats: Sequence[str]) -> dict[str, Path]:
@@ -94,7 +175,7 @@ def render(plot: Plot, directory: Path, formats: Sequence[str]) -> dict[str, Pat
 
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    with _style():
+    with _style(plot.name):
         fig = Figure(figsize=plot.size, layout="constrained")
         FigureCanvasAgg(fig)
         plot.draw(fig)
@@ -106,6 +187,20 @@ def render(plot: Plot, directory: Path, formats: Sequence[str]) -> dict[str, Pat
             path.write_bytes(buffer.getvalue())
             written[fmt_name] = path
     return written
+
+
+def _error_bars(
+    ax: Any, positions: Sequence[float], values: Sequence[float | None], half_widths: Sequence[float | None], horizontal: bool
+) -> None:
+    """Black ±half-width whiskers on the bars that have both a value and a half-width."""
+    points = [(p, v, e) for p, v, e in zip(positions, values, half_widths) if v is not None and e is not None]
+    if not points:
+        return
+    where, value, error = ([point[i] for point in points] for i in range(3))
+    if horizontal:
+        ax.errorbar(value, where, xerr=error, fmt="none", ecolor="#222222", elinewidth=0.8, capsize=2)
+    else:
+        ax.errorbar(where, value, yerr=error, fmt="none", ecolor="#222222", elinewidth=0.8, capsize=2)
 
 
 def run_colour(index: int) -> str:
@@ -126,9 +221,11 @@ def vlm2_subtasks(
     published: Sequence[tuple[str, Mapping[str, Any]]],
     human: Mapping[str, Any],
     chance: Mapping[str, Any],
+    errors: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """One panel per subtask (+ the overall): a horizontal bar per run (colour) and per published model
-    (grey); the human score as a green dashed line and chance as a grey dotted line."""
+    (grey); the human score as a green dashed line and chance as a grey dotted line. `errors[i][panel]`:
+    the half-width of run i's error bar (none where missing)."""
     columns = 5
     rows = (len(panels) + columns - 1) // columns
     axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
@@ -139,6 +236,13 @@ def vlm2_subtasks(
         ax = axes[index // columns][index % columns]
         values = [_number(v.get(panel)) for _, v in runs] + [_number(v.get(panel)) for _, v in published]
         ax.barh(positions, [v if v is not None else 0.0 for v in values], color=colours, height=0.75)
+        _error_bars(
+            ax,
+            positions[: len(runs)],
+            values[: len(runs)],
+            [_number((errors[i] if i < len(errors) else {}).get(panel)) for i in range(len(runs))],
+            horizontal=True,
+        )
         for y, v in zip(positions, values):
             if v is None:
                 ax.text(1, y, "n/a", va="center", fontsize=6, color="#888888")
@@ -176,8 +280,10 @@ def grouped_bars(
     ylabel: str,
     references: Sequence[tuple[str, float]] = (),
     ylim: tuple[float, float] | None = (0, 105),
+    errors: Sequence[Sequence[Any]] = (),
 ) -> None:
-    """Vertical bars: one group per category, one bar per series (label, colour, hatched, values)."""
+    """Vertical bars: one group per category, one bar per series (label, colour, hatched, values);
+    `errors[i]`: the error-bar half-widths of series i, per category (None: no bar)."""
     ax = fig.subplots()
     width = 0.8 / max(1, len(series))
     for index, (label, colour, hatched, values) in enumerate(series):
@@ -192,6 +298,8 @@ def grouped_bars(
             hatch="///" if hatched else None,
             label=label,
         )
+        series_errors = list(errors[index]) if index < len(errors) else []
+        _error_bars(ax, xs, heights, [_number(e) for e in series_errors] + [None] * (len(xs) - len(series_errors)), horizontal=False)
         for x, h in zip(xs, heights):
             if h is None:
                 ax.text(x, 1, "n/a", ha="center", va="bottom", rotation=90, fontsize=6, color="#888888")
@@ -238,19 +346,32 @@ def breakdown_panels(
 # -- HAERAE-Vision ----------------------------------------------------------------------------------------
 
 
+OVERALL = "(overall)"
+
+
 def original_vs_explicit(
-    fig: Any, categories: Sequence[str], runs: Sequence[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]]
+    fig: Any,
+    categories: Sequence[str],
+    runs: Sequence[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]],
+    errors: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Per category, per run: a hollow marker at the original-question score, a filled one at the
-    explicit-question score and an arrow between them (the under-specification gap)."""
+    explicit-question score and an arrow between them (the under-specification gap). `errors[i]` maps
+    a category (or `OVERALL`, drawn as the first row when it is one of the categories) to the run's
+    (original, explicit) error-bar half-widths."""
     ax = fig.subplots()
     step = 0.7 / max(1, len(runs))
     for index, (label, colour, original, explicit) in enumerate(runs):
+        run_errors = errors[index] if index < len(errors) else {}
         for c, category in enumerate(categories):
             y = len(categories) - 1 - c + ((len(runs) - 1) / 2 - index) * step
             o, e = _number(original.get(category)), _number(explicit.get(category))
             if o is not None and e is not None and o != e:
                 ax.annotate("", xy=(e, y), xytext=(o, y), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.2})
+            o_error, e_error = (run_errors.get(category) or (None, None))[:2]
+            for value, half_width in ((o, _number(o_error)), (e, _number(e_error))):
+                if value is not None and half_width is not None:
+                    ax.errorbar([value], [y], xerr=[half_width], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2)
             if o is not None:
                 ax.plot([o], [y], marker="o", markerfacecolor="white", markeredgecolor=colour, linestyle="none")
             if e is not None:
@@ -284,9 +405,13 @@ def grouped_counts(fig: Any, panels: Sequence[tuple[str, Sequence[str], Sequence
 
 __all__ = [
     "INSTALL_HINT",
+    "MissingGlyphWarning",
+    "OVERALL",
     "Plot",
     "ReportDependencyError",
     "breakdown_panels",
+    "font_families",
+    "korean_font_file",
     "grouped_bars",
     "original_vs_explicit",
     "render",

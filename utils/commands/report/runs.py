@@ -2,16 +2,17 @@
 judgement and execution summaries our tasks write beside them.
 
 Layout read (lmms-eval 0.7.3): `<output_path>/<model>/<ts>_results.json` (or `<output_path>/<ts>_results.json`
-when no model name is known), `<output_path>/judgements/<task>.summary.json` and
-`<output_path>/executions/<task>.summary.json`. Nothing here computes a metric: every value is read
+when no model name is known) with `<ts>_samples_<task>.jsonl` beside it, `<output_path>/judgements/<task>.summary.json`
+and `<output_path>/executions/<task>.summary.json`. Nothing here computes a metric: every value is read
 as the file holds it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,7 @@ class Run:
     files: list[ResultsFile] = field(default_factory=list)
     owner: dict[str, ResultsFile] = field(default_factory=dict)  # task or group -> the file it is read from
     superseded: list[tuple[str, ResultsFile]] = field(default_factory=list)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def section(self, name: str) -> dict[str, Any] | None:
         owner = self.owner.get(name)
@@ -209,6 +211,18 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is not a number here
 
 
+def stderr(section: Mapping[str, Any] | None, name: str) -> float | None:
+    """A metric's analytic standard error, `<name>_stderr,<filter>` for the filter the metric is read
+    with, on the metric's own scale; None when absent, "N/A" or not a number (runs before the
+    statistics layer). `_stderr_clt` is not read: it is on the per-document scores' scale."""
+    if not section:
+        return None
+    keys = metric_keys(section, name)
+    filters = [keys[0].split(",", 1)[1]] if keys else sorted(k.split(",", 1)[1] for k in section if k.split(",", 1)[0] == f"{name}_stderr")
+    value = section.get(f"{name}_stderr,{filters[0]}") if filters else None
+    return float(value) if is_number(value) else None
+
+
 # -- judgement and execution summaries -------------------------------------------------------------------
 
 
@@ -267,6 +281,119 @@ def summaries(run: Run, kind: str) -> list[Summary]:
     return sorted(out, key=lambda s: s.task)
 
 
+def summary_of(run: Run, kind: str, task: str) -> Summary | None:
+    """The run's current (not overwritten) judgement or execution summary of `task`, if any."""
+    key = ("summaries", kind)
+    if key not in run.cache:
+        run.cache[key] = {s.task: s for s in summaries(run, kind)}
+    found = run.cache[key].get(task)
+    return found if found is not None and not found.stale else None
+
+
+def breakdown(run: Run, kind: str, task: str, key: str) -> Any:
+    """A dict-valued breakdown (`category_scores`, `by_task_type`, ...): from the task's judgement or
+    execution summary, where runs with standard errors keep it, else from results.json (older runs)."""
+    summary = summary_of(run, kind, task)
+    if summary is not None and key in summary.data:
+        return summary.data[key]
+    return metric(run.section(task), key)
+
+
+# -- per-document unit scores (samples files) -------------------------------------------------------------
+
+# fields of a per-document item that identify the document; two runs pair a doc_id only when they agree
+IDENTITY_FIELDS = ("task", "subtask", "variant", "doc_index", "q_id", "qid", "question_idx", "sample_index")
+
+
+class SamplesError(ValueError):
+    """A samples file cannot be read; the message names the file and line."""
+
+
+@dataclass
+class UnitScores:
+    """The unit scores of one task in one run: doc_id -> score (as the file holds it, usually 0-1)."""
+
+    task: str
+    metric: str
+    path: Path
+    scores: dict[Any, float]
+    identity: dict[Any, tuple[Any, ...]]
+
+
+def samples_path(results_file: ResultsFile, task: str) -> Path:
+    return results_file.path.with_name(f"{results_file.stamp}_samples_{task}.jsonl")
+
+
+def score_key(results_file: ResultsFile, task: str, default: str) -> str:
+    """The headline metric whose per-document items carry `score`: the task config's `score_key` when it
+    names a metric (lmms-eval's default "score" does not), else `default`."""
+    config = (results_file.data.get("configs") or {}).get(task) or {}
+    key = config.get("score_key") if isinstance(config, Mapping) else None
+    return str(key) if isinstance(key, str) and key and key != "score" else default
+
+
+def unit_scores(run: Run, task: str, default_metric: str) -> UnitScores | None:
+    """The per-document unit scores of a task, from the samples file beside the results file that owns
+    it; None when there is no samples file or no document carries a score. Raises SamplesError for a
+    file that is not JSON lines or that repeats a doc_id."""
+    owner = run.owner.get(task)
+    if owner is None or task not in (owner.data.get("results") or {}):
+        return None
+    path = samples_path(owner, task)
+    if not path.is_file():
+        return None
+    key = score_key(owner, task, default_metric)
+    scores: dict[Any, float] = {}
+    identity: dict[Any, tuple[Any, ...]] = {}
+    seen: set[Any] = set()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SamplesError(f"{path}: not readable: {exc}") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except ValueError as exc:
+            raise SamplesError(f"{path} line {number}: not JSON ({exc})") from exc
+        if not isinstance(sample, dict) or "doc_id" not in sample:
+            raise SamplesError(f"{path} line {number}: no doc_id")
+        doc_id = sample["doc_id"]
+        if doc_id in seen:
+            raise SamplesError(f"{path} line {number}: doc_id {doc_id!r} appears twice")
+        seen.add(doc_id)
+        item = sample.get(key)
+        value = item.get("score") if isinstance(item, dict) else item
+        if is_number(value):
+            scores[doc_id] = float(value)
+            fields = item if isinstance(item, dict) else {}
+            identity[doc_id] = tuple(fields.get(name) for name in IDENTITY_FIELDS)
+    return UnitScores(task, key, path, scores, identity) if scores else None
+
+
+def unit_scale(runs: Sequence[tuple[Iterable[float], Any]], metric_max: float) -> float:
+    """The factor (1 or `metric_max`) from one task's unit scores to its metric's scale, given each run's
+    (unit scores, headline metric): the factor that makes the units' means closest to the headlines the
+    results print; where that does not decide (no headline, all zero), `metric_max` when every unit score
+    lies in [0, 1] (lmms-eval's 0/1 convention), else 1."""
+    candidates = sorted({1.0, float(metric_max)})
+    errors = {f: 0.0 for f in candidates}
+    values_all: list[float] = []
+    for scores, headline in runs:
+        values = list(scores)
+        values_all += values
+        if is_number(headline) and values:
+            mean = math.fsum(values) / len(values)
+            for f in candidates:
+                errors[f] += abs(mean * f - float(headline))
+    best = min(errors.values())
+    chosen = [f for f in candidates if errors[f] == best]
+    if len(chosen) == 1:
+        return chosen[0]
+    return float(metric_max) if all(0.0 <= v <= 1.0 for v in values_all) else 1.0
+
+
 _INFO_FIELDS = {
     "n": "requests",
     "failed": "failed",
@@ -302,10 +429,14 @@ def judge_info_of(section: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 __all__ = [
+    "IDENTITY_FIELDS",
     "ReportInputError",
     "ResultsFile",
     "Run",
+    "SamplesError",
     "Summary",
+    "UnitScores",
+    "breakdown",
     "find_results_files",
     "is_number",
     "judge_info_of",
@@ -316,5 +447,11 @@ __all__ = [
     "model_identity",
     "parse_judge_info",
     "read_results_file",
+    "samples_path",
+    "score_key",
+    "stderr",
     "summaries",
+    "summary_of",
+    "unit_scale",
+    "unit_scores",
 ]

@@ -78,7 +78,8 @@ def _inline_html(text: str) -> str:
 def table_html(table: Table) -> str:
     head = "".join(f"<th>{_inline_html(h)}</th>" for h in table.header)
     body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in table.rows)
-    inner = f'<table id="{html.escape(table.anchor)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    # a table wider than the page scrolls inside its own box instead of widening the page
+    inner = f'<div class="table"><table id="{html.escape(table.anchor)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
     note = f'<p class="note">{_inline_html(table.note)}</p>' if table.note else ""
     title = _inline_html(table.title)
     if table.collapsed:
