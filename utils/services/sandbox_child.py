@@ -692,20 +692,39 @@ def _leftovers() -> list[int]:
     return sorted((found & live) - {me})
 
 
+def _signal_all(pids: list[int], signum: int) -> int:
+    sent = 0
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+            sent += 1
+        except OSError:
+            pass
+    return sent
+
+
 def _kill_session() -> int:
-    """Kill every other member of the guard's session and every descendant (plain mode)."""
+    """Kill every other member of the guard's session and every descendant (plain mode).
+
+    A fork bomb regrows while its members are killed one by one (each kill frees a slot for a sibling's
+    next fork), and a starved guard scans /proc slowly, so killing alone can lose the race forever. So the
+    members are stopped first (a stopped process cannot fork), until a scan finds no running member that is
+    not stopped yet, and only then killed."""
     killed = 0
     for _ in range(200):
         _reap_all()
         members = _leftovers()
         if not members:
             break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
+        stopped: set[int] = set()
+        for _ in range(100):
+            running = [pid for pid in members if pid not in stopped]
+            if not running:
+                break
+            _signal_all(running, signal.SIGSTOP)
+            stopped.update(running)
+            members = _leftovers()
+        killed += _signal_all(sorted(stopped | set(members)), signal.SIGKILL)
         time.sleep(0.001)
     _reap_all()
     return killed
@@ -1073,7 +1092,10 @@ class Guard:
                 os.waitpid(self.holder, 0)  # type: ignore[arg-type]
             except ChildProcessError:
                 pass
-        elif self.program_status is None:
+        else:
+            # The program's process group, even when the program process itself has ended: a fork bomb's
+            # children outlive the original (its timer does not pass to them, so it times out alone). One
+            # group kill is atomic with respect to fork: no member can create a process after it.
             try:
                 os.killpg(self.program, signal.SIGKILL)  # type: ignore[arg-type]
             except OSError:
