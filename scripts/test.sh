@@ -6,4 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup_env.sh
 ./scripts/setup_browser.sh
-exec "${LMMS_TASKS_VENV:-.venv}/bin/python" -m pytest "$@"
+# Two workers on the 2-core CI machine (one per core); each takes whole test modules (see tests/conftest.py).
+# LMMS_TASKS_TEST_WORKERS=0 runs everything in one process.
+workers="${LMMS_TASKS_TEST_WORKERS:-auto}"
+if [ "$workers" = "0" ]; then
+  exec "${LMMS_TASKS_VENV:-.venv}/bin/python" -m pytest "$@"
+fi
+exec "${LMMS_TASKS_VENV:-.venv}/bin/python" -m pytest -n "$workers" --dist loadgroup "$@"

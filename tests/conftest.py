@@ -12,6 +12,16 @@ import pytest
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n N --dist loadgroup`, as scripts/test.sh runs the suite) a worker takes whole
+    groups: one group per test module, so a module's fixtures (one lmms-eval run shared by its tests) are
+    built once, and one group for every module that uses the session demo, so the demo runs once."""
+    demo = {item.nodeid.split("::")[0] for item in items if "demo_two_models" in getattr(item, "fixturenames", ())}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("demo" if module in demo else module))
+
+
 @pytest.fixture(scope="session")
 def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     """`python -m lmms_tasks demo --models 2` once per test session (every task of every benchmark, two
