@@ -14,7 +14,7 @@ timeout, SystemExit, pylint errors).
 Results are compared as `comparable(result)`: pylint names the file in "Parsing failed" messages (a uuid
 officially, a batch file name here), so that name is `<file>`; a run of the real CLI adds one line to each
 program (the case marker, see `Case.marked_signature`), so `comparable(result, lines=False)` drops the
-line number too. `here`: where this environment's verdict text differs from the official run's, with `why`.
+line numbers of such locations too. `here`: where this environment's verdict text differs from the official run's, with `why`.
 Rows 1-63 are `v1_cases.json` of the research notes; the last six add replies without the stop string
 (the concatenation as a real run reaches it) and replies the stop string empties.
 """
@@ -37,6 +37,7 @@ class Verdict:
 
     completion: str
     result: str
+    raw: bool = False  # the AST extraction failed and the completion is the raw content (a parse error)
 
     @property
     def passed(self) -> bool:
@@ -70,7 +71,8 @@ class Case:
     @property
     def marked_signature(self) -> str:
         """The signature with a first line naming the case: the prompt the stand-in server recognises. A
-        comment line changes no verdict: the AST filter drops it, raw completions keep it (see `marked`)."""
+        comment line changes no verdict (only line numbers): the AST filter drops it, raw completions keep
+        it (see `marked`)."""
         return f"# case {self.name}\n{self.signature}"
 
     def after_stop(self) -> Verdict:
@@ -81,11 +83,13 @@ class Case:
         """The result text this environment gives where the official run gave `verdict` (see `here`)."""
         return self.here if self.here is not None else verdict.result
 
-    def marked(self, text: str) -> str:
-        """An official completion for the marked signature: a raw (unparsed) completion holds the signature
-        verbatim (with its added newline), an AST-filtered one never does."""
+    def marked(self, verdict: Verdict) -> str:
+        """The completion of `verdict` for the marked signature: a raw completion that holds the glued
+        signature holds the marker line too; an AST-filtered one has no comments, so it is unchanged."""
+        if not verdict.raw:
+            return verdict.completion
         official = self.signature if self.signature.endswith("\n") else self.signature + "\n"
-        return text.replace(official, f"# case {self.name}\n{official}")
+        return verdict.completion.replace(official, f"# case {self.name}\n{official}")
 
     def program(self, completion: str, marked: bool = False) -> str:
         signature = self.marked_signature if marked else self.signature
@@ -95,10 +99,10 @@ class Case:
 
 
 def comparable(result: str, lines: bool = True) -> str:
-    """A result with the file name of pylint's "Parsing failed" messages replaced (and the line number too
-    unless `lines`)."""
-    result = re.sub(r"\((?:<file>|[\w.-]+), line (\d+)\)", r"(<file>, line \1)", result)
-    return result if lines else re.sub(r"\(<file>, line \d+\)", "(<file>, line <n>)", result)
+    """A result with the file name of a "(<file>, line N)" location replaced (pylint's "Parsing failed", a
+    SyntaxError raised by exec), and every "line N" too unless `lines`."""
+    result = re.sub(r"\([^()\s]+, line (\d+)\)", r"(<file>, line \1)", result)
+    return result if lines else re.sub(r"\bline \d+", "line <n>", result)
 
 
 def rows() -> list[dict[str, Any]]:
@@ -344,6 +348,7 @@ CASES = [
         official=Verdict(
             "\ndef solution(a, b):\n    marker = '",
             "pylint fail:\nParsing failed: 'unterminated string literal (detected at line 9) (<file>, line 9)'",
+            raw=True,
         ),
     ),
     Case(
@@ -352,7 +357,9 @@ CASES = [
         "python_x1+parse_error",
         "unparsable block -> completion = raw content -> pylint syntax-error",
         reply="```python\ndef solution(a, b)\n    return a + b\n```",
-        official=Verdict("\ndef solution(a, b)\n    return a + b\n", "pylint fail:\nParsing failed: 'expected ':' (<file>, line 8)'"),
+        official=Verdict(
+            "\ndef solution(a, b)\n    return a + b\n", "pylint fail:\nParsing failed: 'expected ':' (<file>, line 8)'", raw=True
+        ),
     ),
     Case(
         "py1_body_only_glued",
@@ -373,6 +380,7 @@ CASES = [
         official=Verdict(
             'def solution(a: int, b: int) -> int:\n    """\n    Return the sum of a and b.\n    """\n\n  def solution(a, b):\n      return a + b\n',
             "pylint fail:\nParsing failed: 'unindent does not match any outer indentation level (<file>, line 12)'",
+            raw=True,
         ),
     ),
     Case(
@@ -382,7 +390,9 @@ CASES = [
         "tab-indented body does not match the '  ' rule -> parse error fallback",
         reply="```python\n\treturn a + b\n```",
         official=Verdict(
-            "\n\treturn a + b\n", "pylint fail:\nParsing failed: 'inconsistent use of tabs and spaces in indentation (<file>, line 8)'"
+            "\n\treturn a + b\n",
+            "pylint fail:\nParsing failed: 'inconsistent use of tabs and spaces in indentation (<file>, line 8)'",
+            raw=True,
         ),
     ),
     Case(
@@ -522,6 +532,7 @@ CASES = [
         official=Verdict(
             "Use a \ndef solution(a: int, b: int) -> int:\n    return a + b\n\nprint(solution(1, 2))\n",
             "pylint fail:\nParsing failed: 'invalid syntax (<file>, line 7)'",
+            raw=True,
         ),
         stopped=Verdict("def solution(a: int, b: int) -> int:\n    return a + b", "passed"),
     ),
@@ -710,6 +721,7 @@ CASES = [
         official=Verdict(
             "\ndef solution(a, b):\n    return a + b\n\nWait, check again",
             "pylint fail:\nParsing failed: 'invalid syntax (<file>, line 11)'",
+            raw=True,
         ),
     ),
     Case(
