@@ -61,3 +61,24 @@ def test_second_model_gated_and_sampled(demo_two_models: tuple[Path, Any]) -> No
     for record in _records(run, "humaneval_v1_pass10"):
         passed[record["qid"]] = passed.get(record["qid"], 0) + record["passed"]
     assert passed == {"q1": 20, "q1-2": 1, "q2": 5, "q3": 0}
+
+
+def test_score_rescoring_a_v1_samples_file_gives_the_runs_numbers(
+    demo_two_models: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m lmms_tasks score` on the second model's pass@10 samples file: the same numbers, re-executed
+    from the saved programs (an empty cache here), and the v1 result strings in the new records."""
+    from lmms_tasks.utils.commands.score import rescore
+    from lmms_tasks.utils.humaneval_v import execution
+
+    run = _stage(demo_two_models[1], DEMO_MODELS[1])
+    (samples,) = run.output_dir.rglob("*_samples_humaneval_v1_pass10.jsonl")
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
+    execution.clear_memo()
+    report = rescore(samples, output_dir=tmp_path / "rescored")
+    assert report["task"] == "humaneval_v1_pass10" and report["errors"] == {} and report["failures"] == []
+    for name in ("pass@10", "pass@10_unrounded", "parse_success_rate", "parse_success_rate_unrounded"):
+        assert report["results"][f"{name},none"] == run.metric("humaneval_v1_pass10", name, "n20"), name
+    records = [json.loads(line) for line in (tmp_path / "rescored" / "executions" / "humaneval_v1_pass10.jsonl").read_text().splitlines()]
+    assert {r["result"] for r in records} == {"passed", "failed: "} and len(records) == 80
