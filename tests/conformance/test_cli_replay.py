@@ -22,6 +22,7 @@ import pytest
 from lmms_tasks.utils.testing import patched
 from lmms_tasks.utils.testing.cases import haerae_vision as hv_cases
 from lmms_tasks.utils.testing.cases import humaneval_v as hev_cases
+from lmms_tasks.utils.testing.cases import humaneval_v1 as hev1_cases
 from lmms_tasks.utils.testing.cases import vlm2_bench as vlm2_cases
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
@@ -145,6 +146,44 @@ def test_humaneval_v_scores_follow_the_cases(humaneval_v: dict[str, Any]) -> Non
     assert run.metric("humaneval_v_v2c", "pass@1_unrounded") == pytest.approx(100 * passed / len(hev_cases.CASES))
     # six identical samples per task: pass@3 per task is 0 or 1
     assert run.metric("humaneval_v_v2c_pass3", "pass@3", "n6") == round(100 * passed / len(hev_cases.CASES), 1)
+
+
+# -- HumanEval-V v1 ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def humaneval_v1(replay: Any) -> dict[str, Any]:
+    """Every v1 row as the reply of its own task, through `humaneval_v1` (one lmms-eval run): a row's
+    expected verdict is the official one on the reply as given (what v1's evaluate.py scores)."""
+    run, _, _ = replay("hev1", hev1_cases, ["humaneval_v1"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+    from lmms_tasks.utils.humaneval_v import hooks, metrics
+
+    docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v1")()["test"]}
+    direct = {qid: hooks.process_results(doc, [hev1_cases.case_for(qid).reply])["pass@1"] for qid, doc in docs.items()}
+    scored = metrics.score_items(list(direct.values()))
+    return {"run": run, "direct": direct, "direct_passed": scored.passed_by_qid, "records": {r["qid"]: r for r in _records(run, "executions", "humaneval_v1")}}
+
+
+@pytest.mark.parametrize("case", hev1_cases.CASES, ids=lambda c: c.name)
+def test_humaneval_v1_reply(humaneval_v1: dict[str, Any], case: hev1_cases.Case) -> None:
+    (sample,) = [s for s in humaneval_v1["run"].samples["humaneval_v1"] if s["pass@1"]["qid"] == case.name]
+    item, direct, expected = sample["pass@1"], humaneval_v1["direct"][case.name], case.official
+    assert item["predictions"] == [case.reply]  # the hook saw the raw reply (nothing stripped by the runner)
+    assert item["contains_stop"] == [case.stopped is not None]
+    assert item["completions"] == direct["completions"] == [case.marked(expected)]
+    assert item["programs"] == [case.program(case.marked(expected), marked=True)]
+    record = humaneval_v1["records"][case.name]
+    assert hev1_cases.comparable(record["result"], lines=False) == hev1_cases.comparable(case.result_here(expected), lines=False)
+    assert record["passed"] == humaneval_v1["direct_passed"][case.name][0] == expected.passed
+
+
+def test_humaneval_v1_scores_follow_the_cases(humaneval_v1: dict[str, Any]) -> None:
+    run, verdicts = humaneval_v1["run"], [c.official for c in hev1_cases.CASES]
+    passed, gated, n = sum(v.passed for v in verdicts), sum(v.gated for v in verdicts), len(verdicts)
+    assert run.metric("humaneval_v1", "pass@1") == round(100 * passed / n, 1)
+    assert run.metric("humaneval_v1", "pass@1_unrounded") == pytest.approx(100 * passed / n)
+    assert run.metric("humaneval_v1", "parse_success_rate") == round(100 * (1 - gated / n), 1)
+    assert run.metric("humaneval_v1", "parse_success_rate_unrounded") == pytest.approx(100 * (1 - gated / n))
 
 
 # -- HAERAE-Vision ---------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ TOP = REPO / "README.md"
 BENCHMARK_READMES = {b: REPO / "lmms_tasks" / b / "README.md" for b in BENCHMARKS}
 READMES = [TOP, *BENCHMARK_READMES.values()]
 TASK_NAME = re.compile(r"(?:vlm2_bench|humaneval_v|haerae_vision)[a-z0-9_]*")
-OUR_VAR = re.compile(r"\b(?:LMMS_TASKS|HUMANEVAL_V|VLM2_BENCH|HAERAE_VISION)_[A-Z0-9_]*[A-Z0-9]\b")
+OUR_VAR = re.compile(r"\b(?:LMMS_TASKS|HUMANEVAL_V1?|VLM2_BENCH|HAERAE_VISION)_[A-Z0-9_]*[A-Z0-9]\b")
 OTHER_VAR = re.compile(r"\b(?:OPENAI|AZURE_OPENAI|HF|LMMS_IMAGE|LMMS_EVAL|CUDA|OMP|TOKENIZERS|TRANSFORMERS|WANDB)_[A-Z0-9_]*[A-Z0-9]\b")
 # Documented for comparison only, read by another tool, never by ours or lmms-eval.
 FOREIGN_NAMES = {"HF_ALLOW_CODE_EVAL": "the opt-in of the Hugging Face `evaluate` library's code_eval, named as the model of ours"}

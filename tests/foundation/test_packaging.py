@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXPECTED_TASKS = {
     *(f"vlm2_bench_{s}" for s in ("gc_mat", "gc_trk", "oc_cpr", "oc_cnt", "oc_grp", "pc_cpr", "pc_cnt", "pc_grp", "pc_vid")),
     *(f"humaneval_v_{s}{v}" for s in ("v2c", "v2c_cot", "gt_t2c", "v2t", "t2c") for v in ("", "_pass3")),
+    "humaneval_v1",
+    "humaneval_v1_pass10",
     "haerae_vision_original",
     "haerae_vision_explicit",
 }

@@ -42,7 +42,12 @@ def reference_texts() -> list[tuple[str, str, dict[str, str]]]:
             (
                 "benchmarks_spec.md",
                 SPEC.read_text(encoding="utf-8"),
-                {"vlm2": "### 1.7 Published numbers", "haerae": "### 3.6 Published numbers", "humaneval": "### 2.8 Published numbers"},
+                {
+                    "vlm2": "### 1.7 Published numbers",
+                    "haerae": "### 3.6 Published numbers",
+                    "humaneval": "### 2.8 Published numbers",
+                    "humaneval_v1": "- **v1 (108 tasks",
+                },
             )
         )
     sources.append(
@@ -59,7 +64,7 @@ def reference_texts() -> list[tuple[str, str, dict[str, str]]]:
         (
             "humaneval_v/README.md",
             (REPO / "lmms_tasks/humaneval_v/README.md").read_text(encoding="utf-8"),
-            {"humaneval": "## Published numbers"},
+            {"humaneval": "## Published numbers", "humaneval_v1": "v1 (108 tasks"},
         )
     )
     return sources
@@ -267,3 +272,13 @@ def browser() -> Iterator[Any]:
         pytest.skip(f"no chromium on this machine, so report.html is not checked in a browser: {INSTALL_HINT}")
     with Browser.start() as started:
         yield started
+@pytest.fixture(scope="session")
+def humaneval_v1_references() -> list[tuple[str, dict[str, dict[str, str]]]]:
+    """HumanEval-V v1's published table from each reference: source -> {model: {"pass@1": cell, "pass@10": cell}}."""
+    out = []
+    for name, text, headings in reference_texts():
+        if "humaneval_v1" in headings:
+            header, *body = md_table_after(text, headings["humaneval_v1"])
+            assert header == ["Model", "pass@1", "pass@10"], (name, header)
+            out.append((name, {row[0]: dict(zip(header[1:], row[1:])) for row in body}))
+    return out

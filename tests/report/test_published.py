@@ -63,6 +63,15 @@ def test_humaneval_headline_numbers_match_every_reference(humaneval_references) 
             assert re.search(rf"{re.escape(model)},? {value} ?% pass@1", text.replace("**", "")), (source, model, value)
 
 
+def test_humaneval_v1_rows_match_every_reference(humaneval_v1_references) -> None:
+    assert len(humaneval_v1_references) == (2 if (Path(__file__).resolve().parents[3] / "shared").is_dir() else 1)
+    for source, table in humaneval_v1_references:
+        assert [name for name, _, _ in humaneval.V1_PASS_AT_K] == list(table), source
+        for name, pass1, pass10 in humaneval.V1_PASS_AT_K:
+            assert (pass1, pass10) == (float(table[name]["pass@1"]), float(table[name]["pass@10"])), (source, name)
+    assert "not comparable" in humaneval.V1_CITATION and "108 tasks" in humaneval.V1_CITATION
+
+
 def test_haerae_notebook_table_matches_every_reference(haerae_references) -> None:
     assert haerae_references
     for source, table in haerae_references:

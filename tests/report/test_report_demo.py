@@ -349,6 +349,29 @@ def check_hev_published(t: Checker, demo: Demo, refs: Any) -> None:
             t.number(r, 1, float(found.group(1)), 1)
 
 
+def check_hev_v1(t: Checker, demo: Demo, refs: Any) -> None:
+    """v1 runs (pass@1 of humaneval_v1, pass@10 of humaneval_v1_pass10) beside the published v1 rows."""
+    assert t.header == ["Model", "Source", "pass@1", "pass@10", "pass@1 unrounded", "pass@10 unrounded"]
+    run_rows = [r for r, row in enumerate(t.rows) if row[1] == "run"]
+    assert [t.rows[r][0] for r in run_rows] == list(DEMO_MODELS)
+    for r in run_rows:
+        run = demo.runs[t.rows[r][0]]
+        t.number(r, 2, run.metric("humaneval_v1", "pass@1"), 1)
+        t.number(r, 3, run.metric("humaneval_v1_pass10", "pass@10"), 1)
+        t.number(r, 4, run.metric("humaneval_v1", "pass@1_unrounded"), 2)
+        t.number(r, 5, run.metric("humaneval_v1_pass10", "pass@10_unrounded"), 2)
+    published = [r for r, row in enumerate(t.rows) if row[1] == "published v1"]
+    assert len(published) + len(run_rows) == len(t.rows)
+    for source, table in refs["humaneval_v1"]:
+        assert [t.rows[r][0] for r in published] == list(table), source
+        for r in published:
+            cells = table[t.rows[r][0]]
+            t.published(r, 2, cells["pass@1"], 1)
+            t.published(r, 3, cells["pass@10"], 1)
+            t.published(r, 4, None, 2)
+            t.published(r, 5, None, 2)
+
+
 def check_haerae_overall(t: Checker, demo: Demo, refs: Any) -> None:
     gap = "Gap (explicit - original)"
     sources = {"Original": "score_original", "Explicit": "score_explicit", gap: "underspec_gap"}
@@ -549,6 +572,7 @@ CHECKERS = {
     "hev-task-type": check_breakdown("by_task_type"),
     "hev-capability": check_breakdown("by_capability"),
     "hev-published": check_hev_published,
+    "hev-v1": check_hev_v1,
     "haerae-overall": check_haerae_overall,
     "haerae-category": check_haerae_category,
     "haerae-judge": check_haerae_judge,
@@ -564,11 +588,13 @@ CHECKERS = {
 
 
 def test_every_number_in_the_report_comes_from_the_runs_files(
-    demo: Demo, table1_references, haerae_references, humaneval_references
+    demo: Demo, table1_references, haerae_references, humaneval_references, humaneval_v1_references
 ) -> None:
     refs = {"table1": table1_references, "haerae": haerae_references, "humaneval": humaneval_references}
     checkers = dict(CHECKERS) | {anchor: check_paired for anchor in demo.tables if re.fullmatch(r"paired-\d+", anchor)}
     unknown = sorted(set(demo.tables) - set(checkers))
+    refs = {"table1": table1_references, "haerae": haerae_references, "humaneval": humaneval_references, "humaneval_v1": humaneval_v1_references}
+    unknown = sorted(set(demo.tables) - set(CHECKERS))
     assert not unknown, f"tables without a checker: {unknown}"
     unchecked: list[str] = []
     checked = 0
@@ -591,6 +617,7 @@ def test_every_section_and_main_table_is_there(demo: Demo) -> None:
         "hev-passk",
         "hev-task-type",
         "hev-capability",
+        "hev-v1",
         "haerae-overall",
         "haerae-category",
         "haerae-judge",

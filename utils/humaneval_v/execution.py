@@ -21,7 +21,7 @@ from typing import Any
 from lmms_tasks.utils.humaneval_v import gate
 from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.sandbox import Limits, SandboxPool, default_cache_dir, default_workers
+from lmms_tasks.utils.services.sandbox import ExecResult, Limits, SandboxPool, default_cache_dir, default_workers
 
 OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
 OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)
@@ -50,10 +50,39 @@ def require_opt_in(task: str) -> None:
         raise CodeExecutionNotAllowed(message)
 
 
+@dataclass(frozen=True)
+class Wording:
+    """The per-sample result strings of one official release (the verdicts themselves are the same)."""
+
+    release: str
+    gate_prefix: str
+
+    def executed(self, result: ExecResult) -> str:
+        """The result string of a program that passed the gate and ran in the sandbox."""
+        if result.passed:
+            return "passed"
+        if self.release == "v2" or result.status == "error":  # v2 keeps the sandbox's text; an error is not a verdict
+            return result.message
+        if result.status == "timeout":
+            return "timed out"
+        if result.exception:  # the program raised: v1 stores f"failed: {exc}"
+            return "failed: " + result.message
+        return "timed out"  # v1: a child that left no result (it died, or was killed) is recorded as a timeout
+
+
+V2 = Wording("v2", gate.PYLINT_FAIL_PREFIX)  # "Pylint syntax check failed:", the timeout text, str(exc)
+V1 = Wording("v1", gate.PYLINT_FAIL_PREFIX_V1)  # "pylint fail:", "timed out", "failed: <exc>"
+
+
+def wording_for(task: str) -> Wording:
+    """v1's strings for the v1 tasks (`humaneval_v1*`), v2's for every other task."""
+    return V1 if task == "humaneval_v1" or task.startswith("humaneval_v1_") else V2
+
+
 @dataclass
 class ProgramVerdict:
     """The official per-sample result: `passed` and the result string ('passed', 'Pylint syntax check
-    failed:...', the timeout text, or str(exception))."""
+    failed:...', the timeout text, or str(exception); v1: 'pylint fail:...', 'timed out', 'failed: ...')."""
 
     passed: bool
     result: str
@@ -81,11 +110,14 @@ def evaluate_programs(
     cache_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     hide_paths: Sequence[str] = (),
+    wording: Wording | None = None,
 ) -> ExecutionBatch:
-    """Gate and execute every program; memoized by (task, programs, limits). `hide_paths` (e.g. the run's
-    output directory) are never shown to programs, on top of the sandbox's defaults (home, caches)."""
+    """Gate and execute every program; memoized by (task, programs, limits, wording). `hide_paths` (e.g. the
+    run's output directory) are never shown to programs, on top of the sandbox's defaults (home, caches).
+    `wording`: the release's result strings (default: `wording_for(task)`)."""
     require_opt_in(task)
-    memo_key = content_key({"task": task, "programs": list(programs), "limits": limits.as_json()})
+    wording = wording or wording_for(task)
+    memo_key = content_key({"task": task, "programs": list(programs), "limits": limits.as_json(), "wording": wording.release})
     with _memo_lock:
         if memo_key in _memo:
             return _memo[memo_key]
@@ -105,9 +137,9 @@ def evaluate_programs(
                     futures[index] = pool.submit(programs[index])
         gate_s = time.monotonic() - started
         results = {index: future.result() for index, future in futures.items()}
-    verdicts: list[ProgramVerdict] = [ProgramVerdict(False, gate.gate_message(e), True, "gated") for e in errors]
+    verdicts: list[ProgramVerdict] = [ProgramVerdict(False, gate.gate_message(e, wording.gate_prefix), True, "gated") for e in errors]
     for index, result in results.items():
-        verdicts[index] = ProgramVerdict(result.passed, "passed" if result.passed else result.message, False, result.status, result.cached)
+        verdicts[index] = ProgramVerdict(result.passed, wording.executed(result), False, result.status, result.cached)
     summary = {
         "programs": len(programs),
         "unique_programs": len(set(programs)),

@@ -1,7 +1,7 @@
 """The official pylint gate (pylint==3.3.4, error/fatal messages except function-redefined), batched.
 
 A program with any such message fails without being executed; its result string starts with
-"Pylint syntax check failed:" and it counts against `parse_success_rate`. Programs are linted in
+"Pylint syntax check failed:" (v1: "pylint fail:") and it counts against `parse_success_rate`. Programs are linted in
 batches by one long-lived pylint process (`pylint_worker.py`); verdicts stream back batch by batch so
 execution can start while the rest is still being linted (the official harness also lints and executes
 concurrently, one program per pool worker). Verdicts are cached by content (pylint version included).
@@ -20,6 +20,7 @@ from lmms_tasks.utils.services.cache import DiskCache, content_key
 
 WORKER = Path(__file__).with_name("pylint_worker.py")
 PYLINT_FAIL_PREFIX = "Pylint syntax check failed:\n"
+PYLINT_FAIL_PREFIX_V1 = "pylint fail:\n"  # v1's evaluate.py (same gate, other wording)
 FIRST_BATCH, BATCH_SIZE = 16, 96
 
 
@@ -138,6 +139,6 @@ def pylint_errors(
     return result
 
 
-def gate_message(errors: Sequence[str]) -> str:
-    """The official result string of a gated program."""
-    return PYLINT_FAIL_PREFIX + "\n".join(errors)
+def gate_message(errors: Sequence[str], prefix: str = PYLINT_FAIL_PREFIX) -> str:
+    """The official result string of a gated program (v2's prefix unless told)."""
+    return prefix + "\n".join(errors)

@@ -1,4 +1,4 @@
-"""lmms-eval hooks for the HumanEval-V tasks (the task folder's utils.py re-exports these).
+"""lmms-eval hooks for the HumanEval-V tasks, v2 and v1 (the task folder's utils.py re-exports these).
 
 Every task's `custom_dataset` loader (`dataset_for`) stamps the task's name and setting into its documents
 (lmms-eval passes no task config to `process_results`); `process_results` only post-processes text (cheap,
@@ -14,7 +14,7 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.humaneval_v import metrics
+from lmms_tasks.utils.humaneval_v import extraction_v1, metrics, v1
 from lmms_tasks.utils.humaneval_v.descriptions import (
     DEFAULT_CODER,
     current_model,
@@ -49,12 +49,16 @@ REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"
 
 
 def setting_of(task: str) -> str:
-    """humaneval_v_v2c_cot_pass3 -> v2c_cot."""
+    """humaneval_v_v2c_cot_pass3 -> v2c_cot; the v1 tasks -> v1."""
+    if v1.is_v1_task(task):
+        return v1.SETTING
     name = task[len("humaneval_v_") :]
     return name.removesuffix("_pass3")
 
 
 def k_of(task: str) -> int:
+    if v1.is_v1_task(task):
+        return v1.k_of(task)
     return 3 if task.endswith("_pass3") else 1
 
 
@@ -77,6 +81,8 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     """The `custom_dataset` loader of one task: the opt-in check first (before any inference), then the
     checked data, stamped with the task and setting (V2T2C step 2: one document per description)."""
     setting = setting_of(task)
+    if setting == v1.SETTING:
+        return _v1_dataset_for(task)
 
     def build() -> datasets.Dataset:
         metadata = task_metadata(task)
@@ -122,11 +128,28 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     return task_loader(task, build)
 
 
+def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+    """v1: the opt-in check, then the checked v1 rows, stamped (one document per task)."""
+
+    def build() -> datasets.Dataset:
+        if not inspecting():
+            require_opt_in(task)
+        warn_about_model_args(task, uses_images=True)
+        stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_sample_index": 0}
+        return v1.load_documents().map(lambda doc: stamp, desc=f"{task}: stamping")
+
+    return task_loader(task, build)
+
+
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    if doc["hev_setting"] == v1.SETTING:
+        return v1.build_prompt(doc["function_signature"])
     return build_prompt(doc["hev_setting"], doc["function_signature"], doc.get("hev_specification") or None)
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
+    if doc["hev_setting"] == v1.SETTING:
+        return [doc["image"]]
     return [doc["diagram"]] if uses_image(doc["hev_setting"]) else []
 
 
@@ -157,7 +180,18 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     predictions = ["" if r is None else str(r) for r in results]  # raw model output (strip_responses: false, reasoning_tags: none)
     item = _base_item(doc)
     item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
-    if doc["hev_setting"] == "v2t":
+    if doc["hev_setting"] == v1.SETTING:
+        # Scored as v1's evaluate.py scores the saved prediction: the reply as received. The official
+        # example models stop generating at "\n```\n" (the tasks set it as `until`); a backend that ignores
+        # `until` may return more, and `contains_stop` marks the samples where that happened.
+        processed = [extraction_v1.post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
+        item.update(
+            predictions=predictions,
+            contains_stop=[extraction_v1.stop_at_fence(p) != p for p in predictions],
+            completions=[c for c, _ in processed],
+            programs=[p for _, p in processed],
+        )
+    elif doc["hev_setting"] == "v2t":
         item.update(
             descriptions=predictions,
             function_signature=doc["function_signature"],
@@ -172,6 +206,8 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
 
 def metric_names(task: str) -> tuple[str, ...]:
     """The metrics of a task: each officially rounded number next to its unrounded value (0-100)."""
+    if v1.is_v1_task(task):
+        return v1.metric_names(task)
     k = k_of(task)
     if setting_of(task) == "v2t":
         return ("description_rate", f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
@@ -190,12 +226,20 @@ def agg_pass_at_3(items: list[dict[str, Any]], args: Any = None) -> float | None
     return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 3)
 
 
+def agg_pass_at_10(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 10)
+
+
 def agg_pass_at_1_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
     return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 1)
 
 
 def agg_pass_at_3_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
     return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 3)
+
+
+def agg_pass_at_10_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
+    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 10)
 
 
 def agg_parse_success_rate(items: list[dict[str, Any]], args: Any = None) -> float:

@@ -97,7 +97,7 @@ CHILD_BOOTSTRAP = (
     "exec(code, module)\n"
     "module['main'](sys.argv[2:])\n"
 )
-SANDBOX_VERSION = "2"
+SANDBOX_VERSION = "3"  # 3: results carry the exception type (cached results of 2 lack it)
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MARKER_ENV = "LMMS_TASKS_SANDBOX"
 UNPRIVILEGED_UID = 65534  # "nobody": the host uid programs run as when the evaluator is root
@@ -131,6 +131,7 @@ class ExecResult:
 
     status: str  # passed | failed | timeout | error
     message: str
+    exception: str = ""  # the type name when the program raised (status failed); "" when it died or was killed
     passed: bool = False
     elapsed_s: float | None = None
     stdout: str = ""
@@ -474,7 +475,7 @@ def _guard_outcome(out: bytes) -> dict[str, Any] | None:
     record = unpack_record(out) if out else None
     if record is None or "status" not in record:
         return None
-    outcome: dict[str, Any] = {k: record[k] for k in ("status", "message", "stdout", "stderr", "fd_output", "isolation_missing") if k in record}
+    outcome: dict[str, Any] = {k: record[k] for k in ("status", "message", "exception", "stdout", "stderr", "fd_output", "isolation_missing") if k in record}
     outcome["confinement"] = [item for item in record.get("confinement", "").split("\n") if item]
     for key, kind in (("elapsed_s", float), ("killed_processes", int)):
         try:

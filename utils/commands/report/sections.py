@@ -277,20 +277,79 @@ def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
     return task, (f"strong_coder_pass_at_{k}" if strong else f"pass@{k}")
 
 
+# v1 (the original 108-task release): (column, task, metric)
+HUMANEVAL_V1 = (("pass@1", "humaneval_v1", "pass@1"), ("pass@10", "humaneval_v1_pass10", "pass@10"))
+
+
 def _humaneval_runs(runs: Sequence[Run]) -> list[Run]:
     return [run for run in runs if any(name.startswith(HUMANEVAL_PREFIX) for name in run.owner)]
 
 
+def _humaneval_v1_runs(runs: Sequence[Run]) -> list[Run]:
+    return [run for run in runs if any(run.has(task) for _, task, _ in HUMANEVAL_V1)]
+
+
 def humaneval_section(runs: Sequence[Run]) -> Section | None:
-    have = _humaneval_runs(runs)
-    if not have:
+    have, have_v1 = _humaneval_runs(runs), _humaneval_v1_runs(runs)
+    if not have and not have_v1:
         return None
     section = Section(
         "humaneval-v",
         "HumanEval-V",
-        "pass@1 (greedy) and pass@3 (6 samples) per setting, as the official scorer rounds them (0-100); "
-        "N/A where a run did not evaluate the setting or the metric is None (the strong coder off, or fewer samples than k).",
+        "v2: pass@1 (greedy) and pass@3 (6 samples) per setting; v1 (the original 108 tasks, not comparable with v2): "
+        "pass@1 (greedy) and pass@10 (20 samples); all as the official scorers round them (0-100). N/A where a run did "
+        "not evaluate the setting or the metric is None (the strong coder off, or fewer samples than k).",
     )
+    if have:
+        _humaneval_v2_blocks(section, runs, have)
+    if have_v1:
+        section.blocks.append(_humaneval_v1_table(have_v1))
+    _humaneval_health(section, [run for run in runs if run in have or run in have_v1])
+    if have:
+        published = Table("hev-published", "HumanEval-V published v2 headline numbers", ["Model", "pass@1"])
+        for name, value in humaneval_published.HEADLINE_PASS_AT_1:
+            published.add(name, fmt(value, OFFICIAL))
+        published.note = f"Source: {humaneval_published.CITATION}; per-model table: <{humaneval_published.LEADERBOARD_URL}>."
+        section.blocks.append(published)
+    return section
+
+
+def _humaneval_v1_table(have: Sequence[Run]) -> Table:
+    """v1 runs beside the published v1 rows (pass@1, pass@10; the runs' unrounded values too)."""
+    table = Table(
+        "hev-v1",
+        "HumanEval-V v1 (108 tasks): runs and the published v1 numbers",
+        ["Model", "Source", "pass@1", "pass@10", "pass@1 unrounded", "pass@10 unrounded"],
+    )
+    for run in have:
+        rounded = [fmt(metric(run.section(task), name), OFFICIAL) for _, task, name in HUMANEVAL_V1]
+        raw = [fmt(metric(run.section(task), f"{name}_unrounded"), SCORE) for _, task, name in HUMANEVAL_V1]
+        table.add(run.label, "run", *rounded, *raw)
+    for name, pass1, pass10 in humaneval_published.V1_PASS_AT_K:
+        table.add(name, "published v1", fmt(pass1, OFFICIAL), fmt(pass10, OFFICIAL), NONE, NONE)
+    table.note = (
+        "Sources: runs: `pass@1` of `humaneval_v1`, `pass@10` of `humaneval_v1_pass10` (and their `_unrounded` companions); "
+        f"published: {humaneval_published.V1_CITATION}."
+    )
+    return table
+
+
+def _humaneval_health(section: Section, runs: Sequence[Run]) -> None:
+    health = Table("hev-health", "HumanEval-V parse success and descriptions", ["Run", "Task", "Metric", "Value"])
+    v1_tasks = {task for _, task, _ in HUMANEVAL_V1}
+    for run in runs:
+        for task in sorted(n for n in run.owner if n.startswith(HUMANEVAL_PREFIX) or n in v1_tasks):
+            sec = run.section(task)
+            for name, decimals in (("parse_success_rate", OFFICIAL), ("parse_success_rate_unrounded", SCORE), ("description_rate", SCORE)):
+                value = metric(sec, name)
+                if value is not None:
+                    health.add(run.label, f"`{task}`", f"`{name}`", fmt(value, decimals))
+    health.note = "`parse_success_rate`: share of samples passing the pylint gate (officially rounded); `description_rate`: non-empty V2T descriptions (%)."
+    if health.rows:
+        section.blocks.append(health)
+
+
+def _humaneval_v2_blocks(section: Section, runs: Sequence[Run], have: Sequence[Run]) -> None:
     present = [s for s in HUMANEVAL_SETTINGS if any(run.has(humaneval_source(s[1], s[2], k)[0]) for run in have for k in (1, 3))]
     header = ["Setting", *(h for run in have for k in (1, 3) for h in (f"{run.label} pass@{k}", f"{run.label} pass@{k}{PLUS}"))]
     table = Table("hev-passk", "HumanEval-V pass@k per setting", header)
@@ -343,18 +402,6 @@ def humaneval_section(runs: Sequence[Run]) -> Section | None:
         unrounded.note = "The `_unrounded` companions of the same metrics, where the results have them. " + ERROR_NOTE
         section.blocks.append(unrounded)
 
-    health = Table("hev-health", "HumanEval-V parse success and descriptions", ["Run", "Task", "Metric", "Value"])
-    for run in have:
-        for task in sorted(n for n in run.owner if n.startswith(HUMANEVAL_PREFIX)):
-            sec = run.section(task)
-            for name, decimals in (("parse_success_rate", OFFICIAL), ("parse_success_rate_unrounded", SCORE), ("description_rate", SCORE)):
-                value = metric(sec, name)
-                if value is not None:
-                    health.add(run.label, f"`{task}`", f"`{name}`", fmt(value, decimals))
-    health.note = "`parse_success_rate`: share of samples passing the pylint gate (officially rounded); `description_rate`: non-empty V2T descriptions (%)."
-    if health.rows:
-        section.blocks.append(health)
-
     for key, anchor, what in (("by_task_type", "hev-task-type", "task type"), ("by_capability", "hev-capability", "capability aspect")):
         by_table = Table(
             anchor, f"HumanEval-V pass@k by {what} (mean per-task pass@k, 0-100)", ["Setting", "Metric", what.capitalize(), *_labels(have)]
@@ -392,13 +439,6 @@ def humaneval_section(runs: Sequence[Run]) -> Section | None:
                 )
             )
         section.blocks.append(by_table)
-
-    published = Table("hev-published", "HumanEval-V published v2 headline numbers", ["Model", "pass@1"])
-    for name, value in humaneval_published.HEADLINE_PASS_AT_1:
-        published.add(name, fmt(value, OFFICIAL))
-    published.note = f"Source: {humaneval_published.CITATION}; per-model table: <{humaneval_published.LEADERBOARD_URL}>."
-    section.blocks.append(published)
-    return section
 
 
 # -- HAERAE-Vision ------------------------------------------------------------------------------------------
