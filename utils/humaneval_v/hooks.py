@@ -16,7 +16,7 @@ import datasets
 
 from lmms_tasks.utils.humaneval_v import metrics
 from lmms_tasks.utils.humaneval_v.descriptions import DEFAULT_CODER, read_descriptions, resolve_samples_file, strong_coder_enabled
-from lmms_tasks.utils.humaneval_v.execution import require_opt_in
+from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal, require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
@@ -47,6 +47,14 @@ def setting_of(task: str) -> str:
 
 def k_of(task: str) -> int:
     return 3 if task.endswith("_pass3") else 1
+
+
+def scoring_refusal(task: str) -> str | None:
+    """Why scoring `task`'s saved outputs must be refused (one line), or None: every setting executes
+    code, except V2T without the strong coder (descriptions only)."""
+    if setting_of(task) == "v2t" and not strong_coder_enabled(task_metadata(task)):
+        return None
+    return None if execution_allowed() else opt_in_refusal(task)
 
 
 def load_documents() -> datasets.Dataset:
