@@ -236,6 +236,21 @@ def _judge_info_of(samples_path: Path, task: str) -> tuple[str, str] | None:
     return None
 
 
+def _run_tasks(samples_path: Path) -> set[str]:
+    results = results_file_of(samples_path)
+    try:
+        return set(json.loads(results.read_text(encoding="utf-8"))["results"]) if results else set()
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def _belongs_to_other(summary_task: str, task: str, others: set[str]) -> bool:
+    """A `<task>_<suffix>` summary of a longer task name (`humaneval_v_v2t_pass3_strong_coder` is not
+    `humaneval_v_v2t`'s): another task of the run prefixes it, or the suffix is our `_pass<k>` variant."""
+    longer = [o for o in others if len(o) > len(task) and (summary_task == o or summary_task.startswith(o + "_"))]
+    return bool(longer) or re.match(r"pass\d", summary_task[len(task) + 1 :]) is not None
+
+
 def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | None:
     """The judge settings the run of this samples file used, and a line saying where they come from: its
     `judgements/<task>[_<suffix>].summary.json`, checked against the `judge_info` of the run's results.json
@@ -245,7 +260,12 @@ def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | Non
     summaries = []
     if output_path is not None:
         directory = output_path / "judgements"
-        summaries = [directory / f"{task}.summary.json", *sorted(directory.glob(f"{task}_*.summary.json"))]
+        others = _run_tasks(samples_path) - {task}
+        summaries = [directory / f"{task}.summary.json"] + [
+            path
+            for path in sorted(directory.glob(f"{task}_*.summary.json"))  # e.g. <task>_strong_coder
+            if not _belongs_to_other(path.name[: -len(".summary.json")], task, others)
+        ]
     info = _judge_info_of(samples_path, task)
     for path in summaries:
         try:
@@ -331,8 +351,7 @@ def rescore(
     samples = read_samples(samples_path) if samples is None else samples
     task = task or infer_task(samples_path, samples)
     root = root or tasks_path()
-    load_metric_list(task, root)  # an unknown task is refused before anything else
-    refusal = scoring_refusal(task)
+    refusal = scoring_refusal(task)  # the refusals come first: they need no lmms-eval import
     if refusal:
         raise RescoreError(refusal)
     expected, expected_from = expected_samples(task, samples_path, root)
