@@ -60,8 +60,8 @@ EPILOG = (
     "samples than the run evaluated (cut?) without --allow-partial. The judge the run used (model, endpoint, "
     "API version, cache directory: judgements/<task>.summary.json beside the run) is reused; --judge-* "
     "options override single settings, --ignore-run-judge ignores the recorded ones. "
-    "`score --from-official BENCH PATH...` scores the official pipelines' prediction files "
-    "(see `python -m lmms_tasks score --from-official --help`)."
+    "`score --from-official BENCH PATH... [--output-dir DIR] [--task T] [--setting S] [--allow-partial]` scores "
+    "the official pipelines' prediction files (see `python -m lmms_tasks score --from-official --help`)."
 )
 
 
