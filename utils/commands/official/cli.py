@@ -83,10 +83,11 @@ def _read(bench: str, module: Any, path: Path, args: argparse.Namespace) -> Impo
 def _score_one(bench: str, module: Any, path: Path, args: argparse.Namespace, judge_options: dict[str, Any], written: set[Path]) -> int:
     try:
         if bench == "humaneval_v":
+            from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal
+
             setting = humaneval_v.parse_setting(args.setting) if args.setting else humaneval_v.setting_from_name(path)
-            refusal = None if setting == "V2T" else scoring.scoring_refusal("humaneval_v_v2c")
-            if refusal:
-                raise OfficialFormatError(refusal.replace("humaneval_v_v2c: ", f"{path}: ", 1))
+            if setting != "V2T" and not execution_allowed():  # descriptions only: nothing to execute
+                raise OfficialFormatError(opt_in_refusal(str(path)))
         with scoring.judge_overrides(judge_options):
             imported = _read(bench, module, path, args)
             output_dir = args.output_dir or path.parent

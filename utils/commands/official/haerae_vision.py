@@ -23,6 +23,7 @@ import ast
 import io
 import json
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,11 +90,18 @@ def _variant(path: Path, frame: Any, docs: dict[str, dict[str, dict[str, Any]]],
     raise OfficialFormatError(f"{path}: cannot tell the question variant (no 'question_type' column): pass --task haerae_vision_original or haerae_vision_explicit")
 
 
-def _docs(variant: str) -> dict[str, dict[str, Any]]:
-    from lmms_tasks.utils.haerae_vision.data import load_docs
+_docs_memo: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
 
-    dataset = load_docs(variant)
-    return {str(row["question_idx"]): row for row in dataset.remove_columns(["images"])}
+
+def _docs() -> dict[str, dict[str, dict[str, Any]]]:
+    """variant -> question_idx -> document (the data loaded and checked once per data source and process)."""
+    from lmms_tasks.utils.haerae_vision.data import SOURCE, load_split, stamp_variant
+
+    key = os.environ.get(SOURCE.env_var, "")
+    if key not in _docs_memo:
+        split = load_split().remove_columns(["images"])
+        _docs_memo[key] = {v: {str(row["question_idx"]): row for row in stamp_variant(split, v)} for v in VARIANTS}
+    return _docs_memo[key]
 
 
 def _recorded_score(cell: str, where: str) -> float | None:
@@ -128,7 +136,7 @@ def read(path: Path, task: str | None = None) -> Imported:
     if frame.shape[0] == 0:
         raise OfficialFormatError(f"{path}: holds no rows")
     try:
-        docs = {variant: _docs(variant) for variant in VARIANTS}
+        docs = _docs()
     except DataError as exc:
         raise OfficialFormatError(" ".join(str(exc).split())) from exc
     variant = _variant(path, frame, docs, task)

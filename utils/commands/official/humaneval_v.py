@@ -17,6 +17,7 @@ Out: one prediction file per setting and sample count, named as the official scr
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -148,11 +149,18 @@ def aggregate_by_qid(path: Path, entries: list[dict[str, Any]], one_entry_per_qi
     return found
 
 
-def _v2_rows() -> list[dict[str, Any]]:
-    """The test split's rows (without the diagram), from HUMANEVAL_V_DATA or the pinned HF revision."""
-    from lmms_tasks.utils.humaneval_v.hooks import load_documents
+_rows_memo: dict[str, list[dict[str, Any]]] = {}
 
-    return list(load_documents().remove_columns(["diagram"]))
+
+def _v2_rows() -> list[dict[str, Any]]:
+    """The test split's rows (without the diagram), from HUMANEVAL_V_DATA or the pinned HF revision; loaded
+    and checked once per data source and process."""
+    from lmms_tasks.utils.humaneval_v.hooks import SOURCE, load_documents
+
+    key = os.environ.get(SOURCE.env_var, "")
+    if key not in _rows_memo:
+        _rows_memo[key] = list(load_documents().remove_columns(["diagram"]))
+    return _rows_memo[key]
 
 
 def _task_docs(task: str) -> tuple[list[dict[str, Any]], Any]:
