@@ -1,4 +1,4 @@
-"""`python -m lmms_tasks <command>`: path | score | export-upstream | media-stats | demo | make-tiny-vlm."""
+"""`python -m lmms_tasks <command>`: path | score | report | export-official | export-upstream | media-stats | demo | make-tiny-vlm."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return export_main(args.rest)
 
 
+def _cmd_export_official(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.commands.official.cli import export_main
+
+    return export_main(args.rest)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from lmms_tasks.utils.testing.demo import main as demo_main
 
@@ -57,8 +63,9 @@ def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
-    "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model"),
+    "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model; --from-official BENCH PATH: official prediction files"),
     "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
+    "export-official": (_cmd_export_official, "write a finished run's samples in each benchmark's official format, for the official scorers"),
     "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
     "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
     "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),

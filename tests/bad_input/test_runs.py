@@ -3,13 +3,17 @@ in test_exit_matrix.py):
 
 - a judge that answers 401 echoing the Authorization header: outputs written, exit status 3, and the key
   is in no file the run wrote and not in its console output;
-- `score` on a samples file cut at a line boundary: a warning with the counts.
+- `score` (the real command): a samples file cut at a line boundary is refused unless --allow-partial;
+  HumanEval-V without the opt-in is one line and exit 2; the run's judge (model, endpoint, cache) is reused.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,20 +45,94 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     assert "HTTP 401" in records and "[REDACTED]" in records
 
 
-def test_score_warns_about_a_samples_file_cut_at_a_line_boundary(
-    tmp_path: Path, demo_two_models: tuple[Path, object], capsys: pytest.CaptureFixture
-) -> None:
-    from lmms_tasks.utils.commands.score import main as score
+def _demo_files(demo_two_models, task: str, tmp_path: Path) -> tuple[Path, Path, object]:
+    """A copy of one task's samples file from the first demo model's real run, with its results file beside it
+    (so `score` knows how many samples the run evaluated), the demo's work dir and the run."""
     from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
-    _, demo = demo_two_models
-    run = demo.runs_of(DEMO_MODELS[0])[0]  # a real run's files: its samples file and the results file beside it
-    original = next(run.results_path.parent.glob("*_samples_vlm2_bench_oc_cpr.jsonl"))
-    samples = tmp_path / original.name
+    work, demo = demo_two_models
+    run = next(r for r in demo.runs_of(DEMO_MODELS[0]) if task in r.results["results"])
+    original = next(run.results_path.parent.glob(f"*_samples_{task}.jsonl"))
     shutil.copy(run.results_path, tmp_path / run.results_path.name)
-    lines = original.read_text(encoding="utf-8").splitlines()
-    samples.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")  # cut at a line boundary
-    assert score([str(samples)]) == 0
-    assert f"holds {len(lines) - 2} of {len(lines)} samples" in capsys.readouterr().err
-    report = json.loads(samples.with_name(f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
-    assert (report["n_samples"], report["n_expected"]) == (len(lines) - 2, len(lines))
+    shutil.copy(original, tmp_path / original.name)
+    return tmp_path / original.name, work, run
+
+
+def _score_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lmms_tasks", "score", *args], env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _clean_env(work: Path, **extra: str) -> dict[str, str]:
+    """The user's shell after the run: no judge settings, no keys, offline, the demo's data."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMMS_TASKS_JUDGE_", "OPENAI_", "AZURE_", "HUMANEVAL_V_"))}
+    env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(work / "hf_home"), "LMMS_TASKS_EXEC_CACHE_DIR": str(work / "exec_cache")})
+    env.update({name: str(work / "data" / bench) for name, bench in (("VLM2_BENCH_DATA", "vlm2_bench"), ("HUMANEVAL_V_DATA", "humaneval_v"), ("HAERAE_VISION_DATA", "haerae_vision"))})
+    return {**env, **extra}
+
+
+def test_score_refuses_a_cut_samples_file_unless_allowed(tmp_path: Path, demo_two_models) -> None:
+    """A samples file holding fewer samples than the run evaluated is refused (one line, exit 2, nothing
+    written); with --allow-partial it is scored with a warning. Cutting the demo's one wrong answer turns
+    pass@1 75 into 100: exactly what a status check must not miss."""
+    samples, work, run = _demo_files(demo_two_models, "humaneval_v_v2c", tmp_path)
+    assert run.metric("humaneval_v_v2c", "pass@1") == 75.0
+    lines = samples.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if json.loads(line)["pass@1"]["qid"] != "q3"]  # q3: the demo's wrong answer
+    samples.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    env = _clean_env(work, HUMANEVAL_V_ALLOW_CODE_EXECUTION="1")
+    out = tmp_path / "scored"
+    proc = _score_cli([str(samples), "--output-dir", str(out)], env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and f"holds {len(kept)} of the {len(lines)} samples" in proc.stderr and "--allow-partial" in proc.stderr
+    assert not out.exists()
+    proc = _score_cli([str(samples), "--output-dir", str(out), "--allow-partial"], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"warning: {samples} holds {len(kept)} of {len(lines)} samples" in proc.stderr
+    report = json.loads((out / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    assert report["results"]["pass@1,none"] == 100.0 and (report["n_samples"], report["n_expected"]) == (3, 4)
+
+
+def test_score_without_the_code_execution_opt_in_is_one_line_and_exit_2(tmp_path: Path, demo_two_models) -> None:
+    samples, work, _ = _demo_files(demo_two_models, "humaneval_v_v2c_pass3", tmp_path)
+    proc = _score_cli([str(samples), "--output-dir", str(tmp_path / "scored")], _clean_env(work))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "set HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "scored").exists()
+
+
+def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The demo judged with the stand-in judge on a port that is closed now, with its own cache: re-scoring
+    in a shell without any judge setting reuses that judge and cache (no call: every judgement is cached)
+    instead of calling the default judge; --judge-* options override it, --ignore-run-judge ignores it."""
+    from lmms_tasks.utils.commands.score import main as score
+    from lmms_tasks.utils.services import judge
+
+    samples, work, run = _demo_files(demo_two_models, "haerae_vision_original", tmp_path)
+    summary = json.loads((run.output_dir / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    assert summary["judge_model"] == STAND_IN_JUDGE and summary["cache_dir"] == str((work / "judge_cache").resolve())
+    shutil.copytree(run.output_dir / "judgements", tmp_path / "judgements")  # the run's output path, as lmms-eval leaves it
+    proc = _score_cli([str(samples), "--output-dir", str(tmp_path / "scored")], _clean_env(work))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"judge: the run's (model={STAND_IN_JUDGE}, base_url={summary['base_url']}" in proc.stderr
+    report = json.loads((tmp_path / "scored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    assert report["results"]["judge_info,none"].startswith(f"judge={STAND_IN_JUDGE}@{summary['endpoint_host']} ")
+    assert " cached=5 " in report["results"]["judge_info,none"]
+    assert report["results"]["haerae_vision_score,none"] == pytest.approx(run.metric("haerae_vision_original", "haerae_vision_score"))
+
+    for key, value in _clean_env(work).items():
+        monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith("LMMS_TASKS_JUDGE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
+    with StandInServer(default_reply="<score>1/1</score>") as server:
+        judge.clear_memo()  # --judge-* options override the recorded settings
+        other = ["--judge-model", "other-judge", "--judge-base-url", server.base_url, "--judge-cache-dir", str(tmp_path / "other_cache")]
+        assert score([str(samples), "--output-dir", str(tmp_path / "other"), *other]) == 0
+        assert len(server.requests_for(model="other-judge")) == 5
+        judge.clear_memo()  # --ignore-run-judge: the environment decides, as in a run
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_MODEL", "env-judge")
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_CACHE_DIR", str(tmp_path / "fresh_cache"))
+        assert score([str(samples), "--output-dir", str(tmp_path / "env"), "--ignore-run-judge"]) == 0
+        assert len(server.requests_for(model="env-judge")) == 5
+    judge.clear_memo()

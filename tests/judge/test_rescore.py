@@ -142,3 +142,42 @@ def test_score_command_is_wired(mini_task_root: Path, mini_task: str, mini_serve
     assert proc.returncode == 3, proc.stderr[-3000:]  # one judgement keeps failing (HTTP 500): incomplete
     report = json.loads((out / "renamed.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == mini_task and report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
+
+
+# -- exit statuses over several files: the worst wins, 2 > 1 > 3 > 0 ------------------------------------
+
+SEVERITY_ORDER = [0, 3, 1, 2]  # best first: ok, incomplete (run again), a metric failed, refused
+
+
+@pytest.mark.parametrize("a", SEVERITY_ORDER)
+@pytest.mark.parametrize("b", SEVERITY_ORDER)
+def test_worst_status_wins(a: int, b: int) -> None:
+    expected = SEVERITY_ORDER[max(SEVERITY_ORDER.index(a), SEVERITY_ORDER.index(b))]
+    assert rescore.worst(a, b) == rescore.worst(b, a) == expected
+
+
+def test_several_files_exit_with_the_worst_status_through_the_cli(
+    mini_task_root: Path, mini_task: str, mini_server: StandInServer, judge_env: dict, tmp_path: Path
+) -> None:
+    """An incomplete file (a judgement keeps failing: 3) and a file with a metric that cannot be computed (1):
+    the command exits 1, whatever the order; with an unusable file as well, 2."""
+    incomplete = write_samples(tmp_path / "a", mini_task)
+    broken = write_samples(tmp_path / "b", mini_task)
+    lines = broken.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    del first["response_words"]
+    broken.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    unusable = tmp_path / "c" / "20260101_000000_samples_no_such_task.jsonl"
+    unusable.parent.mkdir()
+    unusable.write_text(lines[1] + "\n", encoding="utf-8")
+
+    def score(*files: Path) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "lmms_tasks", "score", *map(str, files), "--include-path", str(mini_task_root), "--output-dir", str(tmp_path / "out")]
+        return subprocess.run(command, env={**os.environ, **judge_env}, capture_output=True, text=True, timeout=300, check=False)
+
+    proc = score(incomplete, broken)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "incomplete: lmmstasks_mini_judged" in proc.stderr and "error: metric 'response_words'" in proc.stderr
+    proc = score(broken, incomplete, unusable)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "no task named 'no_such_task'" in proc.stderr

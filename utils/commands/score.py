@@ -3,7 +3,10 @@
 Inference and scoring are separable: every metric's `process_results` value is saved in the samples
 JSONL, so the task's own aggregation functions (loaded from its YAML by lmms-eval's loader, `!function`
 tags resolved) can be re-run on them, judging included (through the judge cache, so a re-score with the
-same judge repeats no call, and with `--judge-model` re-judges everything with another judge).
+same judge repeats no call, and with `--judge-model` re-judges everything with another judge). The judge
+the run used (model, endpoint, cache, recorded in `judgements/<task>.summary.json`) is reused unless told
+otherwise. `score --from-official BENCH PATH...` scores the official pipelines' prediction files through
+the same aggregations (`lmms_tasks.utils.commands.official`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.taskconfig import task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 
@@ -36,14 +39,30 @@ JUDGE_OPTIONS = {
     "judge_concurrency": ("concurrency", "CONCURRENCY"),
     "judge_cache_dir": ("cache_dir", "CACHE_DIR"),
 }
+# What a run's judgement summary records that re-scoring reuses (summary field -> judge setting).
+RUN_JUDGE_FIELDS = {"judge_model": "model", "base_url": "base_url", "api_version": "api_version", "cache_dir": "cache_dir"}
 
 
-# Exit statuses of `python -m lmms_tasks score` (worst first when several files are scored).
+# Exit statuses of `python -m lmms_tasks score`. With several files the worst wins, in this order
+# (`_SEVERITY`, best first): a refusal outranks a metric that could not be computed, which outranks
+# judgements or executions still missing (run again to complete them), which outranks success.
 EXIT_OK = 0
 EXIT_METRIC_FAILED = 1  # a metric could not be computed (the others are still written)
-EXIT_UNUSABLE = 2  # the samples file or the task cannot be used
+EXIT_UNUSABLE = 2  # refused: unusable samples file or task, a cut file without --allow-partial, no opt-in
 EXIT_INCOMPLETE = run_status.EXIT_INCOMPLETE  # judgements or executions failed: numbers are not final
 _SEVERITY = [EXIT_OK, EXIT_INCOMPLETE, EXIT_METRIC_FAILED, EXIT_UNUSABLE]
+
+EPILOG = (
+    "exit status (with several files the worst wins, in the order 2 > 1 > 3 > 0): 0 every metric computed; "
+    "3 some judgements or executions failed (everything else is written; run again to complete them from the "
+    "cache); 1 a metric could not be computed; 2 refused, nothing written for that file: an unusable samples "
+    "file or task, HumanEval-V without HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, or a samples file holding fewer "
+    "samples than the run evaluated (cut?) without --allow-partial. The judge the run used (model, endpoint, "
+    "API version, cache directory: judgements/<task>.summary.json beside the run) is reused; --judge-* "
+    "options override single settings, --ignore-run-judge ignores the recorded ones. "
+    "`score --from-official BENCH PATH... [--output-dir DIR] [--task T] [--setting S] [--allow-partial]` scores "
+    "the official pipelines' prediction files (see `python -m lmms_tasks score --from-official --help`)."
+)
 
 
 def worst(a: int, b: int) -> int:
@@ -51,7 +70,7 @@ def worst(a: int, b: int) -> int:
 
 
 class RescoreError(RuntimeError):
-    """The samples file or the task cannot be re-scored; the message names the file, line or metric."""
+    """The samples file or the task cannot be re-scored; the message (one line) names the file, line or metric."""
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
@@ -80,13 +99,19 @@ def _task_keys(sample: dict[str, Any]) -> list[Any]:
     return found
 
 
+def results_file_of(samples_path: Path) -> Path | None:
+    """The `<ts>_results.json` written with a `<ts>_samples_<task>.jsonl` (None when absent)."""
+    stamp = samples_path.name.split("_samples_", 1)[0] if "_samples_" in samples_path.name else None
+    results = samples_path.parent / f"{stamp}_results.json" if stamp else None
+    return results if results is not None and results.is_file() else None
+
+
 def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | None, str]:
     """How many documents the run evaluated, and from where: the `n-samples` of the results file written
     with this samples file (`<ts>_results.json`), else the number of documents of the task's data (its own
     `process_docs`, so the data must be reachable as for the run); (None, why) when neither is known."""
-    stamp = samples_path.name.split("_samples_", 1)[0] if "_samples_" in samples_path.name else None
-    results = samples_path.parent / f"{stamp}_results.json" if stamp else None
-    if results is not None and results.is_file():
+    results = results_file_of(samples_path)
+    if results is not None:
         try:
             effective = json.loads(results.read_text(encoding="utf-8"))["n-samples"][task]["effective"]
             return int(effective), f"the run's {results.name} (n-samples)"
@@ -108,12 +133,35 @@ def load_metric_list(task: str, root: str) -> list[dict[str, Any]]:
     """The task's `metric_list`, loaded by lmms-eval's own YAML loader so `!function` aggregations resolve."""
     from lmms_eval.utils import load_yaml_config
 
-    yaml_path = task_yaml_path(task, root)
+    try:
+        yaml_path = task_yaml_path(task, root)
+    except KeyError as exc:
+        raise RescoreError(str(exc.args[0]) if exc.args else str(exc)) from exc
     config = load_yaml_config(yaml_path=str(yaml_path), mode="full")
     metric_list = config.get("metric_list")
     if not isinstance(metric_list, list) or not metric_list:
         raise RescoreError(f"{yaml_path}: task {task!r} has no metric_list to re-score")
     return metric_list
+
+
+def task_filter(task: str, root: str) -> str:
+    """The filter name lmms-eval reports the task's metrics under: its only `filter_list` entry (e.g. `n6`
+    for HumanEval-V pass@3), else "none"."""
+    try:
+        filters = task_config(task, root).get("filter_list")
+    except KeyError:
+        return "none"
+    names = [f.get("name") for f in filters or [] if isinstance(f, dict)]
+    return str(names[0]) if len(names) == 1 and names[0] else "none"
+
+
+def scoring_refusal(task: str) -> str | None:
+    """Why a task's saved outputs must not be scored here (one line), or None."""
+    if task.startswith("humaneval_v"):
+        from lmms_tasks.utils.humaneval_v.hooks import scoring_refusal as humaneval_v_refusal
+
+        return humaneval_v_refusal(task)
+    return None
 
 
 def resolve_aggregation(entry: dict[str, Any]) -> Callable[..., Any]:
@@ -130,7 +178,7 @@ def resolve_aggregation(entry: dict[str, Any]) -> Callable[..., Any]:
     return found
 
 
-def metric_values(samples: list[dict[str, Any]], metric: str, path: Path) -> list[Any]:
+def metric_values(samples: list[dict[str, Any]], metric: str, path: Path | str) -> list[Any]:
     missing = [i for i, s in enumerate(samples, start=1) if metric not in s]
     if missing:
         doc = samples[missing[0] - 1].get("doc_id")
@@ -156,35 +204,113 @@ def judge_overrides(options: dict[str, Any]) -> Iterator[None]:
                 os.environ[judge.ENV_PREFIX + suffix] = value
 
 
-def rescore(
-    samples_path: Path,
-    task: str | None = None,
+# -- the run's judge -------------------------------------------------------------------------------------
+
+
+def run_output_path(samples_path: Path) -> Path | None:
+    """The lmms-eval `--output_path` of a samples file: the directory holding `judgements/` (the samples
+    file's own directory, or the one above lmms-eval's per-model directory)."""
+    for candidate in (samples_path.parent, samples_path.parent.parent):
+        if (candidate / "judgements").is_dir():
+            return candidate
+    return None
+
+
+def _judge_info_of(samples_path: Path, task: str) -> tuple[str, str] | None:
+    """(model, endpoint host) of the task's `judge_info`-like metric in the run's results.json."""
+    results = results_file_of(samples_path)
+    if results is None:
+        return None
+    try:
+        section = json.loads(results.read_text(encoding="utf-8"))["results"][task]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for key, value in section.items():
+        name = key.split(",", 1)[0]
+        if (name == "judge_info" or name.endswith("_judge_info")) and isinstance(value, str):
+            match = re.match(r"judge=(\S+)@(\S+)", value)
+            if match:
+                return match.group(1), match.group(2)
+    return None
+
+
+def _run_tasks(samples_path: Path) -> set[str]:
+    results = results_file_of(samples_path)
+    try:
+        return set(json.loads(results.read_text(encoding="utf-8"))["results"]) if results else set()
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def _belongs_to_other(summary_task: str, task: str, others: set[str]) -> bool:
+    """A `<task>_<suffix>` summary of a longer task name (`humaneval_v_v2t_pass3_strong_coder` is not
+    `humaneval_v_v2t`'s): another task of the run prefixes it, or the suffix is our `_pass<k>` variant."""
+    longer = [o for o in others if len(o) > len(task) and (summary_task == o or summary_task.startswith(o + "_"))]
+    return bool(longer) or re.match(r"pass\d", summary_task[len(task) + 1 :]) is not None
+
+
+def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | None:
+    """The judge settings the run of this samples file used, and a line saying where they come from: its
+    `judgements/<task>[_<suffix>].summary.json`, checked against the `judge_info` of the run's results.json
+    (a summary another run wrote later into the same output path is not used: the results' judge model is).
+    None when the task was not judged or nothing was recorded."""
+    output_path = run_output_path(samples_path)
+    summaries = []
+    if output_path is not None:
+        directory = output_path / "judgements"
+        others = _run_tasks(samples_path) - {task}
+        summaries = [directory / f"{task}.summary.json"] + [
+            path
+            for path in sorted(directory.glob(f"{task}_*.summary.json"))  # e.g. <task>_strong_coder
+            if not _belongs_to_other(path.name[: -len(".summary.json")], task, others)
+        ]
+    info = _judge_info_of(samples_path, task)
+    for path in summaries:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("replayed_from"):
+            continue
+        if info is not None and (data.get("judge_model"), data.get("endpoint_host")) != info:
+            break  # written by another run into the same output path
+        settings = {setting: data[field] for field, setting in RUN_JUDGE_FIELDS.items() if data.get(field)}
+        if "model" in settings:
+            return settings, str(path)
+    if info is not None:
+        return {"model": info[0]}, f"the judge_info of {results_file_of(samples_path)} (endpoint and cache not recorded)"
+    return None
+
+
+# -- scoring ---------------------------------------------------------------------------------------------
+
+
+def aggregate(
+    task: str,
+    samples: list[dict[str, Any]],
+    *,
+    source: str,
     root: str | None = None,
     output_dir: Path | None = None,
-    filter_name: str = "none",
+    filter_name: str | None = None,
+    n_expected: int | None = None,
+    n_expected_from: str = "",
 ) -> dict[str, Any]:
-    """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric."""
-    samples = read_samples(samples_path)
-    task = task or infer_task(samples_path, samples)
-    metric_list = load_metric_list(task, root or tasks_path())
-    expected, expected_from = expected_samples(task, samples_path, root or tasks_path())
-    if expected is None:
-        logger.warning(f"{samples_path}: cannot check that the file is complete: {expected_from}")
-    elif len(samples) < expected:
-        logger.warning(
-            f"{samples_path} holds {len(samples)} sample(s) but {expected_from} says {expected}: the file is incomplete "
-            f"(cut?); the metrics below cover {len(samples)} of {expected} documents"
-        )
+    """Run every metric aggregation of the task (its YAML's `metric_list`) on per-sample values shaped as
+    lmms-eval's samples file holds them (`{metric: process_results value}` per document); errors per metric.
+    The same for a saved samples file and for official prediction files (`score --from-official`)."""
+    root = root or tasks_path()
+    metric_list = load_metric_list(task, root)
+    filter_name = filter_name or task_filter(task, root)
     faults_before = len(run_status.faults(task))
-    output_dir = output_dir or samples_path.parent
-    args = Namespace(output_path=str(output_dir), log_samples=True, limit=None, tasks=task)
+    args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
     higher_is_better: dict[str, bool] = {}
     errors: dict[str, str] = {}
     for entry in metric_list:
         metric = entry["metric"]
         try:
-            values = metric_values(samples, metric, samples_path)
+            values = metric_values(samples, metric, source)
             aggregation = resolve_aggregation(entry)
             declares_args = "args" in inspect.signature(aggregation).parameters
             value = aggregation(values, args=args) if declares_args else aggregation(values)
@@ -196,15 +322,54 @@ def rescore(
     failures = [f.message for f in run_status.faults(task)[faults_before:]]
     return {
         "task": task,
-        "samples_file": str(samples_path),
+        "samples_file": source,
         "n_samples": len(samples),
-        "n_expected": expected,
-        "n_expected_from": expected_from,
+        "n_expected": n_expected,
+        "n_expected_from": n_expected_from,
         "failures": failures,
         "results": results,
         "higher_is_better": higher_is_better,
         "errors": errors,
     }
+
+
+def rescore(
+    samples_path: Path,
+    task: str | None = None,
+    root: str | None = None,
+    output_dir: Path | None = None,
+    filter_name: str | None = None,
+    allow_partial: bool = False,
+    samples: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric.
+
+    Refused (RescoreError, nothing computed) when the task cannot be scored here (HumanEval-V without the
+    opt-in) or when the file holds fewer samples than the run evaluated, unless `allow_partial`."""
+    samples = read_samples(samples_path) if samples is None else samples
+    task = task or infer_task(samples_path, samples)
+    root = root or tasks_path()
+    refusal = scoring_refusal(task)  # the refusals come first: they need no lmms-eval import
+    if refusal:
+        raise RescoreError(refusal)
+    expected, expected_from = expected_samples(task, samples_path, root)
+    if expected is None:
+        logger.warning(f"{samples_path}: cannot check that the file is complete: {expected_from}")
+    elif len(samples) < expected and not allow_partial:
+        raise RescoreError(
+            f"{samples_path} holds {len(samples)} of the {expected} samples {expected_from} says the run evaluated "
+            f"(cut?): nothing scored; pass --allow-partial to score the {len(samples)} it holds"
+        )
+    return aggregate(
+        task,
+        samples,
+        source=str(samples_path),
+        root=root,
+        output_dir=output_dir or samples_path.parent,
+        filter_name=filter_name,
+        n_expected=expected,
+        n_expected_from=expected_from,
+    )
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -220,23 +385,48 @@ def render_table(report: dict[str, Any]) -> str:
     return make_table(table_input)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m lmms_tasks score",
-        description=__doc__.splitlines()[0],
-        epilog="exit status: 0 all metrics computed; 3 some judgements or executions failed (everything else is "
-        "written; run again to complete them from the cache); 1 a metric could not be computed; 2 unusable "
-        "samples file or task. A file with fewer samples than the run evaluated is reported as a warning.",
-    )
-    parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
-    parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
-    parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
-    parser.add_argument("--output-dir", type=Path, default=None, help="where judgements and the re-scored JSON go (default: beside the samples)")
-    parser.add_argument("--filter", default="none", help="filter name for the metric keys (default: none)")
+def emit(report: dict[str, Any], out_path: Path, source: Path | str) -> int:
+    """Write the report as JSON (atomically), print its table and problems; the file's exit status."""
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(f".{out_path.name}.tmp")
+    tmp.write_text(json.dumps(report, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, out_path)
+    print(render_table(report))
+    for metric, error in report["errors"].items():
+        print(f"error: metric {metric!r} of {report['task']}: {error}", file=sys.stderr)
+    for failure in report["failures"]:
+        print(f"incomplete: {report['task']}: {failure}", file=sys.stderr)
+    if report["n_expected"] is not None and report["n_samples"] < report["n_expected"]:
+        print(f"warning: {source} holds {report['n_samples']} of {report['n_expected']} samples ({report['n_expected_from']})", file=sys.stderr)
+    for note in report.get("warnings", []):
+        print(f"warning: {note}", file=sys.stderr)
+    print(f"wrote {out_path}")
+    if report["errors"]:
+        return EXIT_METRIC_FAILED
+    return EXIT_INCOMPLETE if report["failures"] else EXIT_OK
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-model", default=None)
     parser.add_argument("--judge-base-url", default=None)
     parser.add_argument("--judge-concurrency", type=int, default=None)
     parser.add_argument("--judge-cache-dir", default=None)
+
+
+def main(argv: list[str]) -> int:
+    if "--from-official" in argv:
+        from lmms_tasks.utils.commands.official.cli import score_main
+
+        return score_main([a for a in argv if a != "--from-official"])
+    parser = argparse.ArgumentParser(prog="python -m lmms_tasks score", description=__doc__.splitlines()[0], epilog=EPILOG)
+    parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
+    parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
+    parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
+    parser.add_argument("--output-dir", type=Path, default=None, help="where judgements and the re-scored JSON go (default: beside the samples)")
+    parser.add_argument("--filter", default=None, help="filter name for the metric keys (default: the task's own, e.g. n6; else none)")
+    parser.add_argument("--allow-partial", action="store_true", help="score a samples file holding fewer samples than the run evaluated (a warning instead of exit status 2)")
+    parser.add_argument("--ignore-run-judge", action="store_true", help="do not reuse the judge settings recorded with the run (environment and task YAML apply, as in a run)")
+    add_judge_options(parser)
     args = parser.parse_args(argv)
     if args.task and len(args.samples) > 1:
         parser.error("--task applies to a single samples file")
@@ -247,26 +437,21 @@ def main(argv: list[str]) -> int:
     return status
 
 
-def _score_file(samples: Path, args: argparse.Namespace, judge_options: dict[str, Any]) -> int:
+def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dict[str, Any]) -> int:
     """Re-score one file, write `<stem>.rescored.json`, print the table; the exit status (see EXIT_*)."""
     try:
-        with judge_overrides(judge_options):
-            report = rescore(samples, args.task, args.include_path, args.output_dir, args.filter)
-    except (RescoreError, KeyError, judge.JudgeConfigError) as exc:
+        samples = read_samples(samples_path)
+        task = args.task or infer_task(samples_path, samples)
+        recorded = None if args.ignore_run_judge else run_judge(samples_path, task)
+        with judge.overrides(**(recorded[0] if recorded else {})), judge_overrides(judge_options):
+            if recorded:
+                shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
+                print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
+            report = rescore(
+                samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples
+            )
+    except (RescoreError, judge.JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    output_dir = args.output_dir or samples.parent
-    output_dir.mkdir(parents=True, exist_ok=True)
-    out_path = output_dir / f"{samples.stem}.rescored.json"
-    out_path.write_text(json.dumps(report, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
-    print(render_table(report))
-    for metric, error in report["errors"].items():
-        print(f"error: metric {metric!r} of {report['task']}: {error}", file=sys.stderr)
-    for failure in report["failures"]:
-        print(f"incomplete: {report['task']}: {failure}", file=sys.stderr)
-    if report["n_expected"] is not None and report["n_samples"] < report["n_expected"]:
-        print(f"warning: {samples} holds {report['n_samples']} of {report['n_expected']} samples ({report['n_expected_from']})", file=sys.stderr)
-    print(f"wrote {out_path}")
-    if report["errors"]:
-        return EXIT_METRIC_FAILED
-    return EXIT_INCOMPLETE if report["failures"] else EXIT_OK
+    output_dir = args.output_dir or samples_path.parent
+    return emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)

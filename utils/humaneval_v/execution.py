@@ -38,14 +38,19 @@ def execution_allowed() -> bool:
     return os.environ.get(OPT_IN_ENV, "").strip() == "1"
 
 
+def opt_in_refusal(task: str) -> str:
+    """The one-line refusal when HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 is missing."""
+    return (
+        f"{task}: HumanEval-V scores by EXECUTING model-written Python code. It runs in a sandbox "
+        f"(see lmms_tasks/humaneval_v/README.md), but you must opt in explicitly: set {OPT_IN_ENV}=1 "
+        "(like HF_ALLOW_CODE_EVAL=1 for code_eval) and run again. Nothing was generated or executed."
+    )
+
+
 def require_opt_in(task: str) -> None:
     """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1."""
     if not execution_allowed():
-        message = (
-            f"{task}: HumanEval-V scores by EXECUTING model-written Python code. It runs in a sandbox "
-            f"(see lmms_tasks/humaneval_v/README.md), but you must opt in explicitly: set {OPT_IN_ENV}=1 "
-            "(like HF_ALLOW_CODE_EVAL=1 for code_eval) and run again. Nothing was generated or executed."
-        )
+        message = opt_in_refusal(task)
         logger.error(message)
         raise CodeExecutionNotAllowed(message)
 

@@ -24,7 +24,7 @@ from lmms_tasks.utils.humaneval_v.descriptions import (
     source_task,
     strong_coder_enabled,
 )
-from lmms_tasks.utils.humaneval_v.execution import require_opt_in
+from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal, require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
@@ -60,6 +60,14 @@ def k_of(task: str) -> int:
     if v1.is_v1_task(task):
         return v1.k_of(task)
     return 3 if task.endswith("_pass3") else 1
+
+
+def scoring_refusal(task: str) -> str | None:
+    """Why scoring `task`'s saved outputs must be refused (one line), or None: every setting executes
+    code, except V2T without the strong coder (descriptions only)."""
+    if setting_of(task) == "v2t" and not strong_coder_enabled(task_metadata(task)):
+        return None
+    return None if execution_allowed() else opt_in_refusal(task)
 
 
 def load_documents() -> datasets.Dataset:

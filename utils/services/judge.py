@@ -247,6 +247,49 @@ def overrides(**settings: Any) -> Iterator[None]:
             _overrides.update(saved)
 
 
+@dataclass(frozen=True)
+class RecordedReplies:
+    """Judge replies recorded elsewhere (e.g. the judge column of an official score file), by request key;
+    `source` names where they come from and stands in for the endpoint in the summary."""
+
+    replies: Mapping[str, str]
+    source: str
+    model: str = "recorded"
+
+
+_replays_lock = threading.Lock()
+_replays: dict[str, RecordedReplies] = {}
+
+
+@contextlib.contextmanager
+def replaying(task: str, recorded: RecordedReplies) -> Iterator[None]:
+    """For the duration, `judge_batch(task, ...)` takes each request's reply from `recorded` and sends
+    nothing: no client is created and no request leaves the process. A request whose key has no recorded
+    reply fails (counted as a judge failure), as a transport failure would."""
+    with _replays_lock:
+        saved = _replays.get(task)
+        _replays[task] = recorded
+    try:
+        yield
+    finally:
+        with _replays_lock:
+            if saved is None:
+                _replays.pop(task, None)
+            else:
+                _replays[task] = saved
+
+
+def public_url(url: str | None) -> str | None:
+    """An endpoint URL fit for a record: without user, password, query or fragment (they may hold keys)."""
+    if not url:
+        return url
+    parts = urlparse(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc, query="", fragment="", params="").geturl()
+
+
 @dataclass
 class JudgeRequest:
     """One judge call: `key` is unique within a batch (e.g. the doc id); `meta` is copied into the record."""
@@ -503,10 +546,13 @@ def judge_batch(
         duplicates = sorted({k for k in keys if keys.count(k) > 1})[:5]
         raise ValueError(f"judge_batch({task!r}): request keys must be unique; duplicated: {duplicates}")
     config = config or JudgeConfig.resolve(task=task)
+    with _replays_lock:
+        replay = _replays.get(task)
     payloads = {str(r.key): request_payload(config, r) for r in requests}
     memo_key = content_key(
         {
             "task": task,
+            "replay": None if replay is None else [replay.source, replay.model, dict(replay.replies)],
             "endpoint": [config.base_url, config.api_version],
             "parse": _callable_name(parse),
             "prompt_sha256": prompt_sha256,
@@ -520,7 +566,7 @@ def judge_batch(
         return memoized
 
     started = time.monotonic()
-    cache = DiskCache(config.cache_dir)
+    cache = DiskCache(config.cache_dir) if replay is None else None
     outcomes: dict[str, JudgeOutcome] = {}
     cache_keys: dict[str, str] = {}
     parse_errors: dict[str, str] = {}
@@ -532,6 +578,12 @@ def judge_batch(
         outcome = JudgeOutcome(key=key, meta=dict(request.meta))
         outcomes[key] = outcome
         cache_keys[key] = cache_key(payloads[key])
+        if replay is not None:  # recorded replies: nothing is sent, nothing is cached
+            if key in replay.replies:
+                outcome.content, outcome.cached = str(replay.replies[key]), True
+            else:
+                outcome.error = f"no recorded judge reply in {replay.source}"
+            continue
         hit = cache.get(cache_keys[key])
         if hit is not None and isinstance(hit.get("content"), str):
             outcome.content, outcome.cached = hit["content"], True
@@ -586,6 +638,8 @@ def judge_batch(
                 parse_errors[key] = error
     wall = time.monotonic() - started
     summary = _summary(task, config, outcomes, prompt_sha256, wall)
+    if replay is not None:
+        summary.update(judge_model=replay.model, endpoint_host=replay.source, base_url=None, cache_dir=None, replayed_from=replay.source)
     batch = JudgeBatch(task=task, outcomes=outcomes, summary=summary)
     try:
         batch.records_path = _write_records(records_dir(config, output_dir), task, config, batch, cache_keys, parse_errors)
@@ -648,6 +702,10 @@ def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome
         "task": task,
         "judge_model": config.model,
         "endpoint_host": config.endpoint_host,
+        # what `python -m lmms_tasks score` needs to reuse this judge and its cache (never the key)
+        "base_url": public_url(config.base_url),
+        "api_version": config.api_version,
+        "cache_dir": str(Path(config.cache_dir).expanduser().resolve()),
         "prompt_sha256": prompt_sha256,
         "params": {k: v for k, v in request_payload(config, JudgeRequest("", [])).items() if k not in ("model", "messages")},
         "requests": len(outcomes),
@@ -738,12 +796,15 @@ __all__ = [
     "JudgeConfigError",
     "JudgeOutcome",
     "JudgeRequest",
+    "RecordedReplies",
     "cache_key",
     "clear_memo",
     "get_client",
     "judge_batch",
     "judge_summary_metric",
     "overrides",
+    "public_url",
     "records_dir",
+    "replaying",
     "request_payload",
 ]

@@ -110,11 +110,13 @@ def fields(kind: str) -> list[schema.Field]:
     return found
 
 
-def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
+def load_docs(subtask: str, root: Path | None = None, check_media: bool = True) -> list[dict[str, Any]]:
     """The subtask's documents in file order, every record checked (fields, types, media present and
     readable) before any request; errors name the file, line, record and field.
 
     Image records with fewer than two images are left out, as the official inference scripts skip them.
+    `check_media=False` (scoring saved answers, which needs no pixels: `score --from-official`) skips the
+    image checks and accepts a missing video (its `video_path` is then "").
     """
     if subtask not in SUBTASKS:
         raise DataError(f"unknown VLM2-Bench subtask {subtask!r}; expected one of {sorted(SUBTASKS)}")
@@ -149,10 +151,10 @@ def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
         if kind == "vid":
             vid = record["vid"]
             video = find_video(root, vid)
-            if video is None:
+            if video is None and check_media:
                 tried = ", ".join(str(root / VIDEO_DIR / f"{vid}{ext}") for ext in VIDEO_EXTENSIONS)
                 raise DataError(f"{where}: field 'vid': video not found (tried {tried})")
-            doc.update(vid=vid, video_path=str(video), gt=str(record.get("gt_answer") or ""))
+            doc.update(vid=vid, video_path=str(video or ""), gt=str(record.get("gt_answer") or ""))
         else:
             images = record["images"]
             if len(images) < 2:
@@ -170,7 +172,8 @@ def load_docs(subtask: str, root: Path | None = None) -> list[dict[str, Any]]:
                 doc["gt"] = str(record["gt_answer"])
         docs.append(doc)
     try:
-        schema.check_images(benchmark, images_to_check, "images", "q_id")
+        if check_media:
+            schema.check_images(benchmark, images_to_check, "images", "q_id")
     except schema.SchemaError as exc:
         raise DataError(str(exc)) from exc
     if skipped:

@@ -1,0 +1,360 @@
+"""HumanEval-V's official prediction files.
+
+In: the JSON list the official inference writes, `[{"qid", "prompt"?, "predictions": [...]}, ...]`, entries
+aggregated by qid in file order as the official evaluator does (a V2T2C step-2 file holds one entry per
+description). The setting comes from `--setting` or the official file name
+`<model>_<V2C|V2C-CoT|GT-T2C|V2T2C_T2C|V2T2C-4o_T2C|V2T>_sample_<n>.json`; v1 files (`<model>_sample_<n>.json`,
+no `prompt`) are a version of their own (`VERSIONS`). The number of predictions per task decides the metric
+as the official `compute_score` does: 1 -> pass@1 (our greedy task), more -> pass@3 (our `_pass3` task; v1:
+pass@10). Every task must have the same number; v2 needs every task of the data (the official evaluator
+asserts it) unless `--allow-partial`.
+
+Out: one prediction file per setting and sample count, named as the official scripts name them, in one
+`exp_base_dir` (`<out>/humaneval_v/`): `python evaluate.py --model_name M --exp_type E --sample_num N
+--exp_base_dir <out>/humaneval_v` scores each (from the official repository root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
+from lmms_tasks.utils.services.data import DataError
+
+
+@dataclass(frozen=True)
+class Version:
+    """A HumanEval-V release: its tasks by (setting, several samples?) and the k of its sampled metric."""
+
+    name: str
+    tasks: dict[tuple[str, bool], str]  # (setting, n > 1) -> our task
+    sampled_k: int
+
+
+VERSIONS = {
+    "v2": Version(
+        "v2",
+        {(s, many): f"humaneval_v_{s}{'_pass3' if many else ''}" for s in ("v2c", "v2c_cot", "gt_t2c", "t2c", "v2t") for many in (False, True)},
+        3,
+    ),
+    # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
+    "v1": Version("v1", {("v1", False): "humaneval_v1", ("v1", True): "humaneval_v1_pass10"}, 10),
+}
+# official exp_type -> (our setting, the infix of its prediction file)
+EXPERIMENTS = {
+    "V2C": ("v2c", "V2C"),
+    "V2C-CoT": ("v2c_cot", "V2C-CoT"),
+    "GT-T2C": ("gt_t2c", "GT-T2C"),
+    "V2T2C": ("t2c", "V2T2C_T2C"),
+    "V2T2C-4o": ("t2c", "V2T2C-4o_T2C"),
+    "V2T": ("v2t", "V2T"),
+}
+V2_NAME = re.compile(r"^(?P<model>.+)_(?P<infix>V2C-CoT|V2C|GT-T2C|V2T2C-4o_T2C|V2T2C_T2C|V2T)_sample_(?P<n>\d+)\.json$")
+V1_NAME = re.compile(r"^(?P<model>.+)_sample_(?P<n>\d+)\.json$")
+_BY_INFIX = {infix: exp for exp, (_, infix) in EXPERIMENTS.items()}
+
+
+_SETTING_ALIASES = {
+    "v2c": "V2C",
+    "v2c-cot": "V2C-CoT",
+    "v2c_cot": "V2C-CoT",
+    "gt-t2c": "GT-T2C",
+    "gt_t2c": "GT-T2C",
+    "v2t2c": "V2T2C",
+    "t2c": "V2T2C",
+    "v2t2c-4o": "V2T2C-4o",
+    "v2t": "V2T",
+    "v1": "v1",
+}
+
+
+def parse_setting(value: str) -> str:
+    """`--setting`: an official exp_type (V2C, V2C-CoT, GT-T2C, V2T2C, V2T2C-4o, V2T), one of our settings
+    (v2c, v2c_cot, gt_t2c, t2c, v2t) or v1."""
+    found = _SETTING_ALIASES.get(value.strip().lower())
+    if found is None:
+        raise OfficialFormatError(f"--setting {value!r}: expected one of {', '.join(EXPERIMENTS)} or v1")
+    return found
+
+
+def setting_from_name(path: Path) -> str | None:
+    match = V2_NAME.match(path.name)
+    if match:
+        return _BY_INFIX[match.group("infix")]
+    return "v1" if V1_NAME.match(path.name) else None
+
+
+def collect(paths: Iterable[Path]) -> list[Path]:
+    """A file, or every prediction file directly in a folder (`*.json`, not the evaluator's `*_executed.json`)."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            direct = sorted(p for p in path.glob("*.json") if p.is_file() and not p.name.endswith("_executed.json") and setting_from_name(p))
+            if not direct:
+                raise OfficialFormatError(f"{path}: no official HumanEval-V prediction file (<model>_<setting>_sample_<n>.json) in it")
+            found += direct
+        else:
+            raise OfficialFormatError(f"{path}: no such file or directory")
+    return found
+
+
+def read_entries(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise OfficialFormatError(f"{path}: not a JSON file ({exc}); an official HumanEval-V prediction file is a JSON list") from exc
+    if not isinstance(data, list) or not data:
+        raise OfficialFormatError(f"{path}: expected a non-empty JSON list of {{'qid', 'prompt', 'predictions'}} entries, got {type(data).__name__}")
+    for index, entry in enumerate(data):
+        where = f"{path}: entry {index}" + (f" (qid={entry.get('qid')!r})" if isinstance(entry, dict) else "")
+        if not isinstance(entry, dict):
+            raise OfficialFormatError(f"{where}: expected an object, got {type(entry).__name__}")
+        for name in ("qid", "predictions"):
+            if name not in entry:
+                raise OfficialFormatError(f"{where}: field {name!r} is missing")
+        if not isinstance(entry["qid"], str):
+            raise OfficialFormatError(f"{where}: field 'qid' must be a string")
+        predictions = entry["predictions"]
+        if not isinstance(predictions, list) or not predictions or not all(isinstance(p, str) for p in predictions):
+            raise OfficialFormatError(f"{where}: field 'predictions' must be a non-empty list of strings")
+        if "prompt" in entry and not isinstance(entry["prompt"], str):
+            raise OfficialFormatError(f"{where}: field 'prompt' must be a string")
+    return data
+
+
+def aggregate_by_qid(path: Path, entries: list[dict[str, Any]], one_entry_per_qid: bool) -> dict[str, list[str]]:
+    """qid -> predictions in file order (entries of a qid concatenated, as the official evaluator does)."""
+    found: dict[str, list[str]] = {}
+    for index, entry in enumerate(entries):
+        qid = entry["qid"]
+        if qid in found and one_entry_per_qid:
+            raise OfficialFormatError(f"{path}: entry {index} (qid={qid!r}): duplicate qid (this setting has one entry per task)")
+        found.setdefault(qid, []).extend(entry["predictions"])
+    counts = {qid: len(p) for qid, p in found.items()}
+    if len(set(counts.values())) > 1:
+        first = next(iter(counts))
+        odd = next(q for q, n in counts.items() if n != counts[first])
+        raise OfficialFormatError(
+            f"{path}: qid {odd!r} has {counts[odd]} prediction(s) but qid {first!r} has {counts[first]}: every task needs the same number "
+            "(the official scorer reads n from the tasks and asserts it)"
+        )
+    return found
+
+
+_rows_memo: dict[str, list[dict[str, Any]]] = {}
+
+
+def _v2_rows() -> list[dict[str, Any]]:
+    """The test split's rows (without the diagram), from HUMANEVAL_V_DATA or the pinned HF revision; loaded
+    and checked once per data source and process."""
+    from lmms_tasks.utils.humaneval_v.hooks import SOURCE, load_documents
+
+    key = os.environ.get(SOURCE.env_var, "")
+    if key not in _rows_memo:
+        _rows_memo[key] = list(load_documents().remove_columns(["diagram"]))
+    return _rows_memo[key]
+
+
+def _task_docs(task: str) -> tuple[list[dict[str, Any]], Any]:
+    """A task's documents and `process_results`, through its YAML (how a version without a module of ours
+    here, v1, is scored)."""
+    from lmms_eval.utils import load_yaml_config
+
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
+
+    try:
+        config = load_yaml_config(yaml_path=str(task_yaml_path(task)), mode="full")
+    except KeyError as exc:
+        raise OfficialFormatError(f"task {task!r} is not installed in this version of lmms-tasks: cannot score this HumanEval-V version") from exc
+    loader, process = config.get("custom_dataset"), config.get("process_results")
+    if not callable(loader) or not callable(process):
+        raise OfficialFormatError(f"task {task!r}: its YAML has no custom_dataset/process_results to score with")
+    docs = loader(metadata=config.get("metadata"))[config.get("test_split", "test")]
+    return [dict(d) for d in docs], process
+
+
+def read(path: Path, setting: str | None = None, allow_partial: bool = False) -> Imported:
+    """One official prediction file as the samples of the task of its setting and sample count."""
+    from lmms_tasks.utils.humaneval_v.hooks import process_results
+
+    exp = parse_setting(setting) if setting else setting_from_name(path)
+    entries = read_entries(path)
+    if exp is None:
+        if any("prompt" in e for e in entries):
+            raise OfficialFormatError(f"{path}: cannot tell its HumanEval-V setting: name it as the official scripts do (<model>_V2C_sample_1.json, ...) or pass --setting")
+        exp = "v1"  # v1 files carry no prompt
+    version = VERSIONS["v1" if exp == "v1" else "v2"]
+    ours = "v1" if exp == "v1" else EXPERIMENTS[exp][0]
+    by_qid = aggregate_by_qid(path, entries, one_entry_per_qid=ours not in ("t2c",))
+    n = len(next(iter(by_qid.values())))
+    task = version.tasks[(ours, n > 1)]
+    try:
+        if version.name == "v2":
+            rows = {str(row["qid"]): row for row in _v2_rows()}
+            process = process_results
+        else:
+            docs, process = _task_docs(task)
+            rows = {str(doc["qid"]): doc for doc in docs}
+    except DataError as exc:
+        raise OfficialFormatError(" ".join(str(exc).split())) from exc
+    unknown = [qid for qid in by_qid if qid not in rows]
+    if unknown:
+        raise OfficialFormatError(f"{path}: qid {unknown[0]!r} is not in the data ({len(unknown)} unknown qid(s))")
+    samples = []
+    position = {qid: i for i, qid in enumerate(rows)}
+    for qid, predictions in by_qid.items():
+        row = rows[qid]
+        if version.name == "v1":
+            samples.append(sample(position[qid], process(row, predictions)))
+            continue
+        stamp = {"hev_task": task, "hev_setting": ours, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
+        if ours == "t2c":  # one document per description, one greedy code each
+            for index, prediction in enumerate(predictions):
+                samples.append(sample(position[qid] * 1000 + index, process({**row, **stamp, "hev_sample_index": index}, [prediction])))
+        else:
+            samples.append(sample(position[qid], process({**row, **stamp, "hev_sample_index": 0}, predictions)))
+    missing = len(rows) - len(by_qid)
+    imported = Imported(
+        path=path,
+        task=task,
+        official_format=f"HumanEval-V {version.name} prediction file ({exp}, {n} prediction(s) per task)",
+        samples=samples,
+        n_expected=len(rows) * (n if ours == "t2c" else 1),
+        n_expected_from="the tasks of the data",
+        setting=exp,
+    )
+    if missing:
+        message = f"{path} has predictions for {len(by_qid)} of the {len(rows)} tasks of the data"
+        if version.name == "v2" and not allow_partial:
+            raise OfficialFormatError(f"{message} (the official evaluator asserts every task): pass --allow-partial to score them")
+    if n > 1 and n < version.sampled_k:
+        imported.warnings.append(f"{path}: {n} predictions per task: pass@{version.sampled_k} needs at least {version.sampled_k}, as officially (no score)")
+    if exp == "V2T2C-4o":
+        imported.notes.append(
+            f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{'3' if n > 1 else '1'} of humaneval_v_v2t{'_pass3' if n > 1 else ''} in a run"
+        )
+    return imported
+
+
+# -- export ------------------------------------------------------------------------------------------------
+
+
+def _items(samples_path: Path) -> list[dict[str, Any]]:
+    from lmms_tasks.utils.commands.score import read_samples
+
+    items = []
+    for line in read_samples(samples_path):
+        item = next((v for v in line.values() if isinstance(v, dict) and "qid" in v), None)
+        if item is None:
+            raise OfficialFormatError(f"{samples_path}: doc_id {line.get('doc_id')}: no HumanEval-V item (with a qid)")
+        items.append(item)
+    return items
+
+
+def _dump(path: Path, entries: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf8") as fh:  # as the official `dump_json`: indent 4, ASCII escapes
+        json.dump(entries, fh, indent=4)
+
+
+def _descriptions(run_tasks: list[RunTask], model: str, v2t_task: str) -> dict[str, list[str]] | None:
+    for other in run_tasks:
+        if other.task == v2t_task and other.model == model:
+            return {str(i["qid"]): list(i["descriptions"]) for i in _items(other.samples_path)}
+    return None
+
+
+def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
+    """The strong coder's replies recorded with the run (`judgements/<task>_strong_coder.jsonl`), by
+    `qid#index`; None when the run had no strong coder or another run overwrote the records."""
+    from lmms_tasks.utils.commands.report.runs import summaries
+
+    for summary in summaries(run_task.run, "judgements"):
+        if summary.task == f"{run_task.task}_strong_coder" and summary.owner_task == run_task.task and not summary.stale:
+            path = Path(summary.data.get("records") or summary.path.with_name(f"{summary.task}.jsonl"))
+            replies = {}
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        record = json.loads(line)
+                        replies[str(record["key"])] = record.get("reply") or ""
+            return replies
+    return None
+
+
+def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
+    """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir)."""
+    from lmms_tasks.utils.humaneval_v.hooks import setting_of
+    from lmms_tasks.utils.humaneval_v.prompts import build_prompt
+
+    mine = [t for t in run_tasks if t.task.startswith("humaneval_v_") and setting_of(t.task) in ("v2c", "v2c_cot", "gt_t2c", "t2c", "v2t")]
+    if not mine:
+        return []
+    try:
+        rows = {str(row["qid"]): row for row in _v2_rows()}
+    except DataError as exc:
+        raise OfficialFormatError(" ".join(str(exc).split())) from exc
+    order = list(rows)
+    written: list[Written] = []
+
+    def write(run_task: RunTask, exp: str, n: int, entries: list[dict[str, Any]]) -> None:
+        model = safe_name(run_task.model, keep=".-")
+        name = f"{model}_{EXPERIMENTS[exp][1]}_sample_{n}.json"
+        if (out / name).exists():
+            raise OfficialFormatError(f"{out / name}: two runs of {run_task.model} both have this setting; export them separately")
+        _dump(out / name, entries)
+        command = f"python evaluate.py --model_name {model} --exp_type {exp} --sample_num {n} --exp_base_dir <out>/humaneval_v"
+        written.append(Written(name, "" if exp == "V2T" else command))
+
+    for run_task in mine:
+        setting = setting_of(run_task.task)
+        items = _items(run_task.samples_path)
+        unknown = [i["qid"] for i in items if str(i["qid"]) not in rows]
+        if unknown:
+            raise OfficialFormatError(f"{run_task.samples_path}: qid {unknown[0]!r} is not in the data; export with the data the run used")
+        if setting == "t2c":
+            by_qid: dict[str, list[tuple[int, str]]] = {}
+            for item in items:
+                by_qid.setdefault(str(item["qid"]), []).extend((int(item.get("sample_index", 0)) + k, p) for k, p in enumerate(item["predictions"]))
+            descriptions = _descriptions(run_tasks, run_task.model, run_task.task.replace("_t2c", "_v2t", 1)) or {}
+            entries = []
+            for qid in sorted(by_qid, key=order.index):
+                for index, prediction in sorted(by_qid[qid]):
+                    found = descriptions.get(qid) or []
+                    description = found[index] if index < len(found) else ""
+                    prompt = build_prompt("t2c", rows[qid]["function_signature"], description)
+                    entries.append({"qid": qid, "prompt": prompt, "predictions": [prediction]})
+            write(run_task, "V2T2C", len(next(iter(by_qid.values()))), entries)
+            continue
+        items.sort(key=lambda i: order.index(str(i["qid"])))
+        key = "descriptions" if setting == "v2t" else "predictions"
+        spec = {"gt_t2c": "ground_truth_diagram_description"}.get(setting)
+        entries = [
+            {
+                "qid": str(i["qid"]),
+                "prompt": build_prompt(setting, rows[str(i["qid"])]["function_signature"], rows[str(i["qid"])][spec] if spec else None),
+                "predictions": list(i[key]),
+            }
+            for i in items
+        ]
+        exp = {"v2c": "V2C", "v2c_cot": "V2C-CoT", "gt_t2c": "GT-T2C", "v2t": "V2T"}[setting]
+        n = len(entries[0]["predictions"])
+        write(run_task, exp, n, entries)
+        if setting == "v2t":
+            replies = _coder_replies(run_task)
+            if replies is not None:
+                coder = []
+                for entry in entries:
+                    for index, description in enumerate(entry["predictions"]):
+                        prompt = build_prompt("t2c", rows[entry["qid"]]["function_signature"], description)
+                        coder.append({"qid": entry["qid"], "prompt": prompt, "predictions": [replies.get(f"{entry['qid']}#{index}", "")]})
+                write(run_task, "V2T2C-4o", n, coder)
+    return written
