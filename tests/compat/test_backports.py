@@ -299,3 +299,24 @@ def caplog_loguru() -> Any:
     handler = logger.add(lambda message: lines.append(str(message)), level="WARNING")
     yield lines
     logger.remove(handler)
+
+
+def test_a_local_baseline_gives_each_task_its_own_samples_file(tmp_path: Any) -> None:
+    from lmms_eval import evaluator
+
+    def samples(name: str, scores: list[float]) -> Any:
+        path = tmp_path / "run" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f'{{"doc_id": {i}, "unit_score": {s}}}\n' for i, s in enumerate(scores)))
+        return path
+
+    a = samples("20250101_000000_samples_task_a.jsonl", [1.0, 0.0])
+    samples("20250101_000000_samples_task_b.jsonl", [0.5])
+    samples("20240101_000000_samples_task_b.jsonl", [0.25])  # older
+    assert evaluator.load_baseline(str(a), "task_a")[0] == {0: 1.0, 1: 0.0}
+    assert evaluator.load_baseline(str(a), "task_b")[0] == {0: 0.5}  # the sibling, not task a's scores
+    assert evaluator.load_baseline(str(a), "a_group") == ({}, None)  # not evaluated by that run: not compared
+    assert evaluator.load_baseline(str(tmp_path), "task_b")[0] == {0: 0.5}  # a directory: the newest file
+    other = tmp_path / "mine.jsonl"
+    other.write_text('{"doc_id": 0, "unit_score": 0.75}\n')
+    assert evaluator.load_baseline(str(other), "task_z")[0] == {0: 0.75}  # any other file: as given

@@ -17,6 +17,7 @@ benchmark library imports this package, and `export-upstream` never exports it.
 | `stderr` | an aggregation's own `.stderr` fills `<metric>_stderr` (0005) |
 | `batch_scoring` | `process_results_batch` scores every document on rank 0 before aggregation; samples updated (0006) |
 | `k_samples` | `--repeats K` scores each of the K responses, so the stability metrics appear (0007) |
+| `baselines` | a local `--baseline` path gives each task its own samples file (0008) |
 
 `activate()` is called by each task folder's `utils.py` when lmms-eval first resolves one of its
 `!function` tags, i.e. before any of our task or group configs is built.
@@ -27,10 +28,10 @@ from __future__ import annotations
 import threading
 from types import ModuleType
 
-from lmms_tasks.utils.compat import batch_scoring, datasets, exit_status, groups, k_samples, responses, stderr, task_config
+from lmms_tasks.utils.compat import baselines, batch_scoring, datasets, exit_status, groups, k_samples, responses, stderr, task_config
 from lmms_tasks.utils.services.logging import logger
 
-SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, stderr, batch_scoring, k_samples, exit_status)
+SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, stderr, batch_scoring, k_samples, baselines, exit_status)
 
 _lock = threading.Lock()
 _done = False
