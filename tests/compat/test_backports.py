@@ -271,7 +271,7 @@ def test_samples_that_do_not_line_up_are_left_alone_with_a_warning(caplog_loguru
     assert any("do not line up" in line for line in caplog_loguru)
 
 
-def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat() -> None:
+def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat(caplog_loguru: list[str]) -> None:
     import inspect
 
     from lmms_eval import evaluator
@@ -289,6 +289,9 @@ def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat() -> N
     output.calculate_stability_metrics()
     assert output.agg_metrics["acc_expected_accuracy,none"] == pytest.approx(3 / 6)
     assert output.agg_metrics["acc_consistency_rate,none"] == 0.0
+    # "n" carries no score: no stability metrics for it, no warning, and its per-response values are kept
+    assert "n_expected_accuracy,none" not in output.agg_metrics and ("n", "none") in output.per_sample_metrics
+    assert not any("Stability metrics" in line for line in caplog_loguru)
 
 
 @pytest.fixture

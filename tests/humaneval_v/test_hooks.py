@@ -175,8 +175,10 @@ def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytes
     assert hooks.agg_pass_at_3.stderr(items) == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in per_task) / 3) / 2)
     documents = hooks.score_batch([{"pass@3": item} for item in items])
     assert sorted(d["pass@3"]["pass@3"] for d in documents) == pytest.approx(per_task)
-    assert hooks.score_batch([{"pass@3": item} for item in items], repeat=0) == [{"pass@3": item} for item in items]  # one response: no pass@3
     assert len(calls) == 1  # one batch shared by every metric of the task and the batch step
+    # one response per task (k-samples stability): whether that program passed, as a 0-1 fraction
+    first = [{"pass@3": dict(item, programs=item["programs"][:1])} for item in items]
+    assert {d["pass@3"]["qid"]: d["pass@3"]["score"] for d in hooks.score_batch(first, repeat=0)} == {"q1": 0.0, "q2": 1.0, "q2-2": 1.0, "q3": 1.0}
     # H11: a task with fewer than k samples -> pass@k omitted; unequal counts: the parse rate is the share of
     # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
     short = [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]

@@ -6,7 +6,11 @@ times, so a document has one request whose `resps` holds the K responses: the st
 appear. The patch scores each response with `process_results(doc, [response])` (after the same
 reasoning-tag stripping as the filtered response) when a document has one request with exactly `repeats`
 responses. The shim wraps `lmms_eval.evaluator._process_document_results` (a module global looked up at
-call time) to add those scores where 0.7.3 left none; the document's own metrics are untouched.
+call time) to add those scores where 0.7.3 left none; the document's own metrics are untouched. Every
+metric of such a document now has per-response values, and a metric whose items carry no score (a count,
+any metric other than the task's `score_key`) is skipped quietly rather than with a warning per metric and
+task (the patch logs it at debug level): the shim wraps `TaskOutput.calculate_stability_metrics` to leave
+those metrics out.
 
 Feature probe: a direct call of `_process_document_results` on a tiny fake task (repeats 2, one request
 with two responses): 0.7.3 returns no per-response scores, the patched lmms-eval two. A probe of the
@@ -71,4 +75,31 @@ def install() -> bool:
 
     _process_document_results.__wrapped__ = process  # type: ignore[attr-defined]
     evaluator._process_document_results = _process_document_results
+
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    stability = TaskOutput.calculate_stability_metrics
+
+    def calculate_stability_metrics(self: Any) -> None:
+        score_key = (self.task_config or {}).get("score_key", "score")
+        unscored = {key: values for key, values in self.per_sample_metrics.items() if not _has_scores(values, score_key)}
+        for key in unscored:
+            del self.per_sample_metrics[key]
+        try:
+            return stability(self)
+        finally:
+            self.per_sample_metrics.update(unscored)
+
+    calculate_stability_metrics.__wrapped__ = stability  # type: ignore[attr-defined]
+    TaskOutput.calculate_stability_metrics = calculate_stability_metrics
     return True
+
+
+def _has_scores(per_document: list[Any], score_key: str) -> bool:
+    """Whether any per-response value is a number or a dict holding `score_key` (what lmms-eval reads)."""
+    return any(
+        isinstance(x, (int, float)) or (isinstance(x, dict) and score_key in x)
+        for scores in per_document
+        if isinstance(scores, list)
+        for x in scores
+    )

@@ -10,7 +10,6 @@ model's bytes, as the official `post_process` does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import datasets
@@ -226,12 +225,12 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     description), from the same memoized execution batch the aggregations use: the unbiased pass@k x100
     under `pass@k` (what lmms-eval's CLT stderr reads), `score` (0-1), `base_qid` ("q1-2" -> "q1", the
     cluster) and the sample's `unit_score` (0-1, what --baseline reads). V2T (`description_rate`): the
-    share of the document's non-empty descriptions. No score when pass@k is omitted (a task with fewer than
-    k samples).
+    share of the document's non-empty descriptions (per response: whether the j-th one is). No score when
+    pass@k is omitted (a task with fewer than k samples).
 
-    For the k-samples responses (`repeat` = j) of a pass@1 task, each task's j-th program passed (1) or
-    not (0), for lmms-eval's stability metrics (executed into `<output_path>/repeats/<j>/`); pass@k tasks
-    with k > 1 get none (one response cannot estimate pass@k)."""
+    For the k-samples responses (`repeat` = j: `--repeats`, and the pass@3 tasks' 6 samples) each task's j-th
+    program(s) passed or not, as a 0-1 fraction, for lmms-eval's stability metrics (from the execution
+    cache: the programs were run for the task's own batch; no records are written for them)."""
     results = [dict(r) for r in results]
     if not results:
         return results
@@ -240,18 +239,18 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     key = headline(task)
     items = [r[key] for r in results]
     if setting_of(task) == "v2t":
-        if repeat is None:
-            for result, item, share in zip(results, items, _description_shares(items)):
+        for result, item, share in zip(results, items, _description_shares(items)):
+            if repeat is None:
                 result[key] = unit_item(item, key, share, base_qid=metrics.base_qid(item["qid"]))
                 result[UNIT_SCORE] = share / 100.0
+            else:  # the j-th description: non-empty or not
+                result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
         return results
-    k = k_of(task)
-    if repeat is not None and k > 1:
-        return results
-    output_dir = _output_dir(args)
-    if repeat is not None and output_dir:
-        output_dir = str(Path(output_dir) / "repeats" / str(repeat))
-    per_task = metrics.task_pass_at_k(_scored(items, args, output_dir), k)
+    k = k_of(task) if repeat is None else 1  # one response per task: its pass rate
+    if repeat is None:
+        per_task = metrics.task_pass_at_k(_scored(items, args), k)
+    else:
+        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), records=False), 1)
     if per_task is None:
         return results
     stands_for: dict[str, int] = {}

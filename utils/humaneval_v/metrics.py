@@ -40,10 +40,11 @@ def _check(item: Any) -> Mapping[str, Any]:
     return item
 
 
-def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None) -> Scored:
+def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
     """Run (or fetch the memoized) execution batch for one task's items. With `k`, the execution summary
     (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and per-capability
-    pass@k breakdowns (`by_task_type`, `by_capability`)."""
+    pass@k breakdowns (`by_task_type`, `by_capability`). `records=False` writes no records (the output
+    directory is still hidden from the programs)."""
     checked = sorted((_check(i) for i in items), key=lambda i: (str(i["qid"]), int(i.get("sample_index", 0))))
     if not checked:
         raise ItemError("HumanEval-V aggregation received no items")
@@ -54,14 +55,14 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
     programs = [p for i in checked for p in i["programs"]]
     batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else ())
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
-    records = []
+    per_sample = []
     cursor = 0
     for item in checked:
         for position, _prediction in enumerate(item["programs"]):
             verdict = batch.verdicts[cursor]
             cursor += 1
             passed_by_qid[str(item["qid"])].append(verdict.passed)
-            records.append(
+            per_sample.append(
                 {
                     "task": task,
                     "qid": item["qid"],
@@ -82,8 +83,9 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
         summary=batch.summary,
     )
     breakdowns = {} if k is None else {"k": k, "by_task_type": by_task_type(scored, k), "by_capability": by_capability(scored, k)}
-    write_records(output_dir, task, records, {"task": task, **batch.summary, **breakdowns})
-    failed = [r for r in records if r["status"] == "error"]
+    if records:
+        write_records(output_dir, task, per_sample, {"task": task, **batch.summary, **breakdowns})
+    failed = [r for r in per_sample if r["status"] == "error"]
     if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
         named = ", ".join(f"qid {r['qid']!r} sample {r['sample_index']}" for r in failed[:10])
         run_status.record_incomplete(
