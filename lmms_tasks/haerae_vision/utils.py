@@ -16,6 +16,7 @@ from lmms_tasks.utils.haerae_vision.hooks import (  # noqa: F401 - re-exported f
     group_sum,
     group_underspec_gap,
     process_results,
+    score_batch,
 )
 
 compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)

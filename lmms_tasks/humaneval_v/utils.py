@@ -15,6 +15,7 @@ from lmms_tasks.utils.humaneval_v.hooks import (  # noqa: F401 - re-exported for
     doc_to_text,
     doc_to_visual,
     process_results,
+    score_batch,
 )
 
 compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)

@@ -16,6 +16,7 @@ from lmms_tasks.utils.vlm2_bench.hooks import (  # noqa: F401 - re-exported for 
     group_mean,
     group_overall,
     process_results,
+    score_batch,
 )
 
 compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)

@@ -13,8 +13,9 @@ import datasets
 import pytest
 
 from lmms_tasks.utils import compat
+from lmms_tasks.utils.compat import batch_scoring as compat_batch
 from lmms_tasks.utils.compat import datasets as compat_datasets
-from lmms_tasks.utils.compat import exit_status, groups
+from lmms_tasks.utils.compat import exit_status, groups, k_samples
 from lmms_tasks.utils.services import status
 
 
@@ -33,12 +34,14 @@ def test_stock_lmms_eval_gets_every_backport_but_the_exit_status_outside_the_cli
 def test_task_config_accepts_the_patched_fields() -> None:
     from lmms_eval.api.task import TaskConfig
 
-    config = TaskConfig(task="t", strip_responses=False, custom_dataset=len)
+    config = TaskConfig(task="t", strip_responses=False, custom_dataset=len, process_results_batch=list)
     assert config.strip_responses is False and config.custom_dataset is len and config["task"] == "t"
+    assert config.process_results_batch is list
     assert TaskConfig(task="t").strip_responses is True and TaskConfig(task="t").custom_dataset is None
+    assert TaskConfig(task="t").process_results_batch is None
     with pytest.raises(TypeError):
         TaskConfig(task="t", no_such_field=1)  # still strict about unknown keys
-    assert {"strip_responses", "custom_dataset"} <= {f.name for f in dataclasses.fields(TaskConfig)}
+    assert {"strip_responses", "custom_dataset", "process_results_batch"} <= {f.name for f in dataclasses.fields(TaskConfig)}
 
 
 def _task(strip: bool, output_type: str = "generate_until") -> Any:
@@ -170,3 +173,153 @@ def test_exit_summary_names_each_incomplete_task(monkeypatch: pytest.MonkeyPatch
     status.record(status.Fault(status.EXIT_FAILED, "lmms-eval", "the evaluation failed"))
     assert status.exit_code() == status.EXIT_FAILED
     assert exit_status.summary_lines(status.exit_code()) == ["lmms-eval: exit status 4", "  - haerae_vision_original: 2 judge request(s) failed"]
+
+
+# -- batch scoring and k-samples (patches 0006, 0007) ---------------------------------------------------------
+
+
+def _pair_batch(results: list[dict], args: Any = None, repeat: int | None = None) -> list[dict]:
+    """A batch function scoring pairs of documents (doc i with doc i ^ 1): the pair's score on its even member."""
+    by_index = {r["acc"]["i"]: r for r in results}
+    out = []
+    for result in results:
+        i = result["acc"]["i"]
+        new = dict(result)
+        if i % 2 == 0 and i + 1 in by_index:
+            score = float(result["acc"]["ok"] and by_index[i + 1]["acc"]["ok"])
+            new["acc"] = {**result["acc"], "score": score, "repeat": repeat}
+            new["unit"] = score
+        out.append(new)
+    return out
+
+
+def _batch_task(batch: Any, repeats: int = 1, answers: dict[int, str] | None = None) -> Any:
+    answers = answers or {}
+    config = SimpleNamespace(process_results_batch=batch, repeats=repeats)
+
+    def process_results(doc: dict, results: list[str]) -> dict:
+        item = {"i": doc["i"], "ok": results[0] == "yes"}
+        return {"acc": item, "n": dict(item)}
+
+    return SimpleNamespace(config=config, process_results=process_results, doc_to_target=lambda doc: "yes", args=SimpleNamespace(output_path=None),
+                           aggregation=lambda: {"acc": lambda items: sum(i.get("score", 0) for i in items), "n": len})
+
+
+def _request(responses: list[str]) -> Any:
+    return SimpleNamespace(resps=list(responses), filtered_resps={}, raw_filtered_resps={}, args=("ctx",), token_counts=[], doc={})
+
+
+def _evaluate_like_lmms_eval(task: Any, answers: dict[int, list[str]], filters: list[str], world_size: int) -> Any:
+    """What evaluator.evaluate does around batch scoring: each rank processes its strided documents per filter
+    through the (wrapped) `_process_document_results`, then rank 0 gathers rank by rank and aggregates."""
+    from lmms_eval import evaluator
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    ranks = []
+    for rank in range(world_size):
+        local = TaskOutput(task=task, task_name="pairs", task_config={"score_key": "score"})
+        for filter_key in filters:
+            for i in sorted(answers)[rank::world_size]:
+                request = _request(answers[i])
+                request.filtered_resps[filter_key] = answers[i][0]
+                processed = evaluator._process_document_results((i, {"i": i}, [request]), task=task, filter_key=filter_key, reasoning_tags=None, log_samples=True)
+                for metric, scores in processed.per_sample_scores.items():
+                    local.per_sample_metrics[(metric, filter_key)].append(scores)
+                local.logged_samples.append(processed.logged_sample)
+                for metric, value in processed.metrics.items():
+                    local.sample_metrics[(metric, filter_key)].append(value)
+        ranks.append(local)
+    output = TaskOutput(task=task, task_name="pairs", task_config={"score_key": "score", "repeats": task.config.repeats})
+    for local in ranks:  # gather_object: rank 0's list, then rank 1's ...
+        output.logged_samples += local.logged_samples
+        for key, values in local.sample_metrics.items():
+            output.sample_metrics[key] += values
+        for key, values in local.per_sample_metrics.items():
+            output.per_sample_metrics[key] += values
+    output.calculate_aggregate_metric(bootstrap_iters=0)
+    return output
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_batch_scores_reach_metrics_and_samples_of_each_filter_across_ranks(world_size: int) -> None:
+    answers = {0: ["yes"], 1: ["yes"], 2: ["yes"], 3: ["no"], 4: ["yes"], 5: ["yes"]}
+    output = _evaluate_like_lmms_eval(_batch_task(_pair_batch), answers, ["none", "strict"], world_size)
+    for filter_key in ("none", "strict"):
+        scored = {item["i"]: item["score"] for item in output.sample_metrics[("acc", filter_key)] if "score" in item}
+        assert scored == {0: 1.0, 2: 0.0, 4: 1.0}
+        assert output.agg_metrics[f"acc,{filter_key}"] == 2.0  # the aggregation saw the scores
+    assert not any(key[0] == compat_batch.DOC_ID for key in output.sample_metrics)  # the hidden doc ids are gone
+    assert all(compat_batch.FILTER not in sample for sample in output.logged_samples)
+    logged = {(s["doc_id"], s["acc"].get("score")) for s in output.logged_samples}
+    assert logged == {(0, 1.0), (1, None), (2, 0.0), (3, None), (4, 1.0), (5, None)}
+    assert sorted(s["unit"] for s in output.logged_samples if "unit" in s) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]  # both filters
+    assert ("unit", "none") not in output.sample_metrics  # not a metric: the samples only
+
+
+def test_samples_that_do_not_line_up_are_left_alone_with_a_warning(caplog_loguru: list[str]) -> None:
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    task = _batch_task(_pair_batch)
+    output = TaskOutput(task=task, task_name="pairs", task_config={})
+    for i in range(2):
+        output.sample_metrics[("acc", "none")].append({"i": i, "ok": True})
+        output.sample_metrics[(compat_batch.DOC_ID, "none")].append(i)
+        output.logged_samples.append({"doc_id": 1 - i, compat_batch.FILTER: "none"})  # another order
+    output.calculate_aggregate_metric(bootstrap_iters=0)
+    assert output.sample_metrics[("acc", "none")][0]["score"] == 1.0
+    assert all("acc" not in s and compat_batch.FILTER not in s for s in output.logged_samples)
+    assert any("do not line up" in line for line in caplog_loguru)
+
+
+def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat(caplog_loguru: list[str]) -> None:
+    import inspect
+
+    from lmms_eval import evaluator
+
+    # the probe: stock 0.7.3 scores no response on its own (the installed shim does, so the probe now passes)
+    stock = inspect.unwrap(evaluator._process_document_results)
+    task, request = k_samples._fake(2, ["a", "b"])
+    assert stock((0, {}, [request]), task=task, filter_key="none", reasoning_tags=None, log_samples=False).per_sample_scores == {}
+    assert k_samples.present() is True and k_samples.NAME in compat.installed()
+    answers = {0: ["yes", "no", "yes"], 1: ["yes", "yes", "yes"], 2: ["no", "yes", "yes"], 3: ["yes", "yes", "no"]}
+    output = _evaluate_like_lmms_eval(_batch_task(_pair_batch, repeats=3), answers, ["none"], 1)
+    per_response = output.per_sample_metrics[("acc", "none")]
+    assert [[r.get("score") for r in doc] for doc in per_response] == [[1.0, 0.0, 1.0], [None] * 3, [0.0, 1.0, 0.0], [None] * 3]
+    assert [r["repeat"] for r in per_response[0]] == [0, 1, 2]
+    output.calculate_stability_metrics()
+    assert output.agg_metrics["acc_expected_accuracy,none"] == pytest.approx(3 / 6)
+    assert output.agg_metrics["acc_consistency_rate,none"] == 0.0
+    # "n" carries no score: no stability metrics for it, no warning, and its per-response values are kept
+    assert "n_expected_accuracy,none" not in output.agg_metrics and ("n", "none") in output.per_sample_metrics
+    assert not any("Stability metrics" in line for line in caplog_loguru)
+
+
+@pytest.fixture
+def caplog_loguru() -> Any:
+    from loguru import logger
+
+    lines: list[str] = []
+    handler = logger.add(lambda message: lines.append(str(message)), level="WARNING")
+    yield lines
+    logger.remove(handler)
+
+
+def test_a_local_baseline_gives_each_task_its_own_samples_file(tmp_path: Any) -> None:
+    from lmms_eval import evaluator
+
+    def samples(name: str, scores: list[float]) -> Any:
+        path = tmp_path / "run" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f'{{"doc_id": {i}, "unit_score": {s}}}\n' for i, s in enumerate(scores)))
+        return path
+
+    a = samples("20250101_000000_samples_task_a.jsonl", [1.0, 0.0])
+    samples("20250101_000000_samples_task_b.jsonl", [0.5])
+    samples("20240101_000000_samples_task_b.jsonl", [0.25])  # older
+    assert evaluator.load_baseline(str(a), "task_a")[0] == {0: 1.0, 1: 0.0}
+    assert evaluator.load_baseline(str(a), "task_b")[0] == {0: 0.5}  # the sibling, not task a's scores
+    assert evaluator.load_baseline(str(a), "a_group") == ({}, None)  # not evaluated by that run: not compared
+    assert evaluator.load_baseline(str(tmp_path), "task_b")[0] == {0: 0.5}  # a directory: the newest file
+    other = tmp_path / "mine.jsonl"
+    other.write_text('{"doc_id": 0, "unit_score": 0.75}\n')
+    assert evaluator.load_baseline(str(other), "task_z")[0] == {0: 0.75}  # any other file: as given

@@ -81,7 +81,9 @@ def registered() -> dict[str, str]:
 def test_every_task_named_exists_and_every_task_is_named() -> None:
     from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 
-    not_tasks = set(PLOT_NAMES) | {m for metrics in yaml_metrics().values() for m in metrics}  # names sharing our prefixes
+    metric_names = {m for metrics in yaml_metrics().values() for m in metrics}
+    stderr_keys = {f"{m}{suffix}" for m in metric_names for suffix in ("_stderr", "_stderr_clt", "_stderr_clustered")}
+    not_tasks = set(PLOT_NAMES) | metric_names | stderr_keys  # names sharing our prefixes
     assert {"haerae_vision_gap", "humaneval_v_passk"} <= not_tasks
     named: dict[str, set[str]] = {}
     for readme in READMES:
@@ -101,6 +103,10 @@ def test_every_task_named_exists_and_every_task_is_named() -> None:
 # -- metrics ---------------------------------------------------------------------------------------------
 
 
+# lmms-eval's columns beside a metric (standard errors, stability), not metrics of their own
+LMMS_EVAL_COLUMNS = ("_stderr", "_stderr_clt", "_stderr_clustered", "_expected_accuracy", "_consensus_accuracy", "_internal_variance", "_consistency_rate")
+
+
 @pytest.fixture(scope="module")
 def real_keys(demo_two_models: tuple[Path, Any]) -> dict[str, set[str]]:
     """Every `metric,filter` key of every task and group in the demo's first model's results."""
@@ -111,7 +117,7 @@ def real_keys(demo_two_models: tuple[Path, Any]) -> dict[str, set[str]]:
     for run in outcome.runs_of(DEMO_MODELS[0]):
         for section in ("results", "groups"):
             for name, values in run.results.get(section, {}).items():
-                found.setdefault(name, set()).update(k for k in values if "," in k and "_stderr" not in k)
+                found.setdefault(name, set()).update(k for k in values if "," in k and not k.split(",")[0].endswith(LMMS_EVAL_COLUMNS))
     return found
 
 
@@ -132,6 +138,15 @@ def test_metrics_table_lists_exactly_the_keys_of_a_real_run(real_keys: dict[str,
     assert wrong == {}
 
 
+def test_every_metric_has_its_unit_and_standard_error_in_the_readme() -> None:
+    rows = table_after(text(TOP), "### Units and standard errors")
+    named = {code for row in rows for code in codes(row[0])}
+    assert all(len(row) == 3 and row[2] for row in rows)  # a unit and a standard error (or "none") per row
+    every = {m for metrics in yaml_metrics().values() for m in metrics}
+    assert sorted(every - named) == []
+    assert sorted(n for n in named - every if METRIC_LIKE.fullmatch(n)) == []  # no metric that does not exist
+
+
 def yaml_metrics() -> dict[str, set[str]]:
     """Metric names per benchmark, from the task YAMLs' metric_list and the groups' aggregate_metric_list."""
     from lmms_tasks.utils.services.taskconfig import task_config
@@ -145,7 +160,8 @@ def yaml_metrics() -> dict[str, set[str]]:
             for path in (Path(tasks_path()) / benchmark).glob("*.yaml"):
                 loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags)
                 if loaded.get("group") == name:
-                    found[benchmark] |= {entry["metric"] for entry in loaded.get("aggregate_metric_list") or []}
+                    entries = loaded.get("aggregate_metric_list") or []
+                    found[benchmark] |= {entry.get("group_metric") or entry["metric"] for entry in entries}
     return found
 
 
@@ -167,10 +183,33 @@ def test_every_metric_is_documented_in_both_readmes(benchmark: str) -> None:
 METRIC_LIKE = re.compile(r"(?:pass@\d\w*|[a-z][a-z0-9_]*_(?:acc|accuracy|score|scores|rate|pct|info|failed|failures|unparsed|pairs|unrounded|valid|range|gap))")
 
 
-def test_metric_names_and_keys_in_the_readmes_exist(real_keys: dict[str, set[str]]) -> None:
+@pytest.fixture(scope="module")
+def real_record_names(demo_two_models: tuple[Path, Any]) -> set[str]:
+    """Names a real run writes outside results.json that READMEs may name like metrics: the keys of the
+    judgement and execution summaries (`category_scores`, `judge_info`, `by_task_type`, ...) and the
+    top-level fields of the samples files (`unit_score`)."""
+    import json
+
+    from lmms_tasks.utils.testing.demo import DEMO_MODELS
+
+    _, outcome = demo_two_models
+    names: set[str] = set()
+    for run in outcome.runs_of(DEMO_MODELS[0]):
+        for summary in run.output_dir.glob("*/*.summary.json"):
+            names |= set(json.loads(summary.read_text(encoding="utf-8")))
+        for samples in run.samples.values():
+            names |= {key for sample in samples for key in sample}
+    return names
+
+
+def test_metric_names_and_keys_in_the_readmes_exist(real_keys: dict[str, set[str]], real_record_names: set[str]) -> None:
     from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 
-    vocabulary = {m for metrics in yaml_metrics().values() for m in metrics}
+    assert {"category_scores", "judge_info", "by_task_type", "by_capability", "unit_score"} <= real_record_names
+    # lmms-eval's own result fields (its --baseline comparison), as its source writes them
+    lmms_eval_fields = set(re.findall(r"""task_results\[["'](paired_[a-z_]+)["']\]""", lmms_eval_source()))
+    assert {"paired_baseline_score", "paired_pvalue"} <= lmms_eval_fields
+    vocabulary = {m for metrics in yaml_metrics().values() for m in metrics} | real_record_names | lmms_eval_fields
     all_keys = set().union(*real_keys.values())
     problems = []
     for readme in READMES:

@@ -31,16 +31,22 @@ def _same(a: object, b: object) -> bool:
 
 
 def _metrics(runs: list[RunResult]) -> dict[tuple[str, str], object]:
-    """Every metric of every task and group, keyed by (task or group, "metric,filter"); stderrs excluded
-    (bootstrap resampling depends on the gathered item order, which differs by design)."""
+    """Every metric of every task and group and its standard errors, keyed by (task or group,
+    "metric,filter"). Our standard errors are analytic (no bootstrap), so they do not depend on the
+    gathered item order."""
     found: dict[tuple[str, str], object] = {}
     for run in runs:
         for section in ("results", "groups"):
             for name, values in run.results.get(section, {}).items():
                 for key, value in values.items():
-                    if "," in key and "_stderr" not in key:
+                    if "," in key:
                         found[(name, key)] = _comparable(value)
     return found
+
+
+def _unit_scores(runs: list[RunResult]) -> dict[tuple[str, object], object]:
+    """(task, doc_id) -> the unit score the batch step wrote into that document's logged sample."""
+    return {(task, s["doc_id"]): s["unit_score"] for run in runs for task, samples in run.samples.items() for s in samples if "unit_score" in s}
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +60,14 @@ def test_every_metric_is_identical_on_one_and_two_processes(outcomes: dict[int, 
     assert single and set(single) == set(double)
     differing = {key: (single[key], double[key]) for key in single if not _same(single[key], double[key])}
     assert not differing
+
+
+def test_the_samples_carry_the_same_unit_scores_on_two_processes(outcomes: dict[int, DemoOutcome]) -> None:
+    """Rank 0 scores the gathered documents and writes the scores into the gathered logged samples (the
+    compat layer lines them up by doc id on lmms-eval 0.7.3): same documents, same scores."""
+    single, double = _unit_scores(outcomes[1].runs_of(DEMO_MODELS[0])), _unit_scores(outcomes[2].runs)
+    assert single and single.keys() == double.keys()
+    assert all(_same(single[key], double[key]) for key in single)
 
 
 def test_two_process_run_really_used_two_ranks(outcomes: dict[int, DemoOutcome]) -> None:

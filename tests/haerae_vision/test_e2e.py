@@ -6,6 +6,8 @@ must show the judge messages byte for byte and the model requests as the officia
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -56,8 +58,9 @@ CHECKLISTS = {
 }
 
 
-def _mean(scores: list[float | None]) -> float:
-    return sum(0.0 if s is None else s for s in scores) / len(scores)
+def _se(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
 
 
 def _expected_mean_rgb(index: int, mode: str) -> tuple[int, int, int]:
@@ -110,33 +113,59 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
         assert report["errors"] == {}
         assert len(server.requests_for(model=STAND_IN_JUDGE)) == len(judge_requests)
 
-    # -- scores, by hand: a missing score counts 0 ----------------------------------------------------
-    original_mean = _mean([s for *_, s in ORIGINAL.values()])  # (1/3 + 0.625 + 0 + 0 + 0) / 5
-    explicit_mean = _mean([s for *_, s in EXPLICIT.values()])  # (1 + 1.25 + 0.75 + 0.5 + 0) / 5 = 0.7
-    assert explicit_mean == pytest.approx(0.7)
+    # -- scores, by hand: a reply without a usable score counts 0; the failed request (explicit 105) is left out
+    original_scores = [0.0 if s is None else s for *_, s in ORIGINAL.values()]  # 1/3, 0.625, 0, 0, 0
+    explicit_scores = [EXPLICIT[q][3] for q in (101, 102, 103, 104)]  # 1, 1.25, 0.75, 0.5 (105: no reply)
+    original_mean = sum(original_scores) / 5
+    explicit_mean = sum(explicit_scores) / 4
+    assert explicit_mean == pytest.approx(0.875)
     assert run.metric("haerae_vision_original", "haerae_vision_score") == pytest.approx(original_mean)
     for task in ("haerae_vision_original", "haerae_vision_explicit"):  # group-only metrics stay on the group row
         assert not {"score_original,none", "score_explicit,none", "underspec_gap,none"} & set(run.results["results"][task])
-    assert run.metric("haerae_vision_explicit", "haerae_vision_score") == pytest.approx(0.7)
-    assert run.metric("haerae_vision_original", "judge_failures") == 2  # 103 two tags, 104 prose in the tag
+        assert not {"category_scores,none", "judge_info,none"} & set(run.results["results"][task])  # not in the table
+    assert run.metric("haerae_vision_explicit", "haerae_vision_score") == pytest.approx(0.875)
+    assert run.metric("haerae_vision_original", "judge_failures") == 0
+    assert run.metric("haerae_vision_original", "judge_unparsed") == 2  # 103 two tags, 104 prose in the tag
     assert run.metric("haerae_vision_explicit", "judge_failures") == 1  # 105 transport failure
-    assert run.metric("haerae_vision_original", "category_scores") == pytest.approx(
+    assert run.metric("haerae_vision_explicit", "judge_unparsed") == 0
+    # standard errors on the 0-1 scale: SD(item scores, ddof=1) / sqrt(n judged), the aggregation's and lmms-eval's CLT
+    assert run.metric("haerae_vision_original", "haerae_vision_score_stderr") == pytest.approx(_se(original_scores))
+    assert run.metric("haerae_vision_original", "haerae_vision_score_stderr_clt") == pytest.approx(_se(original_scores))
+    assert run.metric("haerae_vision_explicit", "haerae_vision_score_stderr") == pytest.approx(_se(explicit_scores))
+    assert run.metric("haerae_vision_explicit", "haerae_vision_score_stderr_clt") == pytest.approx(_se(explicit_scores))
+    # per-category means and the judge's provenance: in the judgement summaries beside the results
+    summaries = {t: json.loads(next((tmp_path / "out").rglob(f"judgements/{t}.summary.json")).read_text(encoding="utf-8")) for t in ("haerae_vision_original", "haerae_vision_explicit")}
+    assert summaries["haerae_vision_original"]["category_scores"] == pytest.approx(
         {"IT/컴퓨터": 0.0, "게임": (1 / 3 + 0.625) / 2, "자연물(동식물/곤충)": 0.0}
     )
-    assert run.metric("haerae_vision_explicit", "category_scores") == pytest.approx(
-        {"IT/컴퓨터": (0.5 + 0.0) / 2, "게임": (1.0 + 1.25) / 2, "자연물(동식물/곤충)": 0.75}
+    assert summaries["haerae_vision_explicit"]["category_scores"] == pytest.approx(
+        {"IT/컴퓨터": 0.5, "게임": (1.0 + 1.25) / 2, "자연물(동식물/곤충)": 0.75}  # IT: 104 only, 105 failed
     )
-    assert "judge=stand-in-judge@127.0.0.1" in run.metric("haerae_vision_explicit", "judge_info")
-    for metric in ("haerae_vision_score", "judge_failures", "category_scores"):
+    assert "judge=stand-in-judge@127.0.0.1" in summaries["haerae_vision_explicit"]["judge_info"]
+    for metric in ("haerae_vision_score", "judge_failures", "judge_unparsed", "haerae_vision_score_stderr"):
         assert report["results"][f"{metric},none"] == pytest.approx(run.metric("haerae_vision_original", metric))
 
-    # -- group: both scores, the paired gap, the failures ---------------------------------------------
-    gap = sum((EXPLICIT[q][3] or 0.0) - (ORIGINAL[q][3] or 0.0) for q in ITEMS) / len(ITEMS)
+    # -- group: both scores, the gap over the items both variants had judged, the failures ----------------
+    pairs = [(EXPLICIT[q][3] or 0.0) - (ORIGINAL[q][3] or 0.0) for q in (101, 102, 103, 104)]
+    gap = sum(pairs) / 4
     assert run.metric("haerae_vision", "score_original") == pytest.approx(original_mean)
-    assert run.metric("haerae_vision", "score_explicit") == pytest.approx(0.7)
+    assert run.metric("haerae_vision", "score_explicit") == pytest.approx(0.875)
     assert run.metric("haerae_vision", "underspec_gap") == pytest.approx(gap)
-    assert gap == pytest.approx(0.7 - original_mean)
-    assert run.metric("haerae_vision", "judge_failures") == 3
+    assert run.metric("haerae_vision", "underspec_gap_stderr") == pytest.approx(_se(pairs))  # paired
+    assert run.metric("haerae_vision", "score_original_stderr") == pytest.approx(_se(original_scores))
+    assert run.metric("haerae_vision", "judge_failures") == 1
+    assert run.metric("haerae_vision", "judge_unparsed") == 2
+
+    # -- the samples carry each judged item's score (lmms-eval's CLT stderr and --baseline read them) ------
+    explicit_samples = {s["haerae_vision_score"]["question_idx"]: s for s in run.samples["haerae_vision_explicit"]}
+    assert {q: s["haerae_vision_score"].get("haerae_vision_score") for q, s in explicit_samples.items()} == {
+        "101": 1.0,
+        "102": 1.25,
+        "103": 0.75,
+        "104": 0.5,
+        "105": None,
+    }
+    assert explicit_samples["102"]["unit_score"] == pytest.approx(0.0125) and "unit_score" not in explicit_samples["105"]
 
     # -- judge messages, byte for byte ---------------------------------------------------------------
     template = _template()

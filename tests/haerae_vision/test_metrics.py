@@ -1,12 +1,14 @@
 """process_results items and the aggregation step, run in-process against the stand-in judge.
 
-Expected numbers are computed by hand from the scripted judge replies: a missing score counts 0 in the
-mean, per-category means follow the same rule, and the gap pairs items by question_idx.
+Expected numbers are computed by hand from the scripted judge replies: a reply without a usable score counts
+0 in the mean, a judge request that failed after its retries is left out (never averaged as a 0), per-category
+means follow the same rules, and the gap pairs items both variants had judged by question_idx.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -104,10 +106,22 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     items = _items("original", ORIGINAL)
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
     assert hooks.agg_haerae_vision_score(items, args=args) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
-    assert hooks.agg_judge_failures(items, args=args) == 1
-    assert hooks.agg_category_scores(items, args=args) == pytest.approx({"게임": 0.75, "과학": 0.0})
-    info = hooks.agg_judge_info(items, args=args)
+    assert hooks.agg_judge_failures(items, args=args) == 0  # every request got a reply
+    assert hooks.agg_judge_unparsed(items, args=args) == 1  # two tags: counted 0
+    # SD(0.5, 1, 0, 0) / sqrt(4), on the 0-1 scale
+    mean = 0.375
+    se = math.sqrt(sum((v - mean) ** 2 for v in (0.5, 1.0, 0.0, 0.0)) / 3) / 2
+    assert hooks.agg_haerae_vision_score.stderr(items, args=args) == pytest.approx(se)
+    # per-category means and the judge's provenance are in the judgement summary
+    summary = json.loads((tmp_path / "out" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    assert summary["category_scores"] == pytest.approx({"게임": 0.75, "과학": 0.0})
+    info = summary["judge_info"]
     assert f"judge={JUDGE}@127.0.0.1" in info and "prompt_sha256=2151c923be1b" in info and "unparsed=1" in info
+    # the batch step: every judged item carries its score (the CLT stderr over them is the one above)
+    documents = hooks.score_batch([{name: item for name in metrics.METRICS} for item in items], args=args)
+    assert [d["haerae_vision_score"]["haerae_vision_score"] for d in documents] == pytest.approx([0.5, 1.0, 0.0, 0.0])
+    assert [d["unit_score"] for d in documents] == pytest.approx([0.005, 0.01, 0.0, 0.0])  # / 100: --baseline reports x100
+    assert all("score" not in d["judge_failures"] for d in documents)
     # four metrics, one batch: every item judged exactly once
     assert len(judge_env.requests_for(model=JUDGE)) == 4
     # the exact bytes of one judge message, by hand; the empty response went out as nan (K2)
@@ -120,12 +134,19 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     assert len(records) == 4
 
 
-def test_transport_failure_counts_zero_and_as_failure(judge_env: StandInServer, tmp_path: Path) -> None:
-    _script(judge_env, {"이거 무슨 게임?": "<score>1/1</score>", "어떻게 깨요?": "<score>1/1</score>"})
+def test_a_failed_judgement_is_left_out_and_counted(judge_env: StandInServer, tmp_path: Path) -> None:
+    _script(judge_env, {"이거 무슨 게임?": "<score>1/2</score>", "어떻게 깨요?": "<score>1/1</score>", "이거 왜 이래요?": "<score>0/1</score>"})
     judge_env.fault(lambda r: "어떻게 깨요?" in r.text, "500", times=None)
-    items = _items("original", ORIGINAL[:2])
-    assert hooks.agg_haerae_vision_score(items) == pytest.approx(0.5)
-    assert hooks.agg_judge_failures(items) == 1
+    items = _items("original", ORIGINAL[:3])
+    assert hooks.agg_haerae_vision_score(items) == pytest.approx((0.5 + 0.0) / 2)  # over the 2 judged items, not 3
+    assert hooks.agg_judge_failures(items) == 1 and hooks.agg_judge_unparsed(items) == 0
+    assert hooks.agg_haerae_vision_score.stderr(items) == pytest.approx(math.sqrt(2 * 0.25**2) / math.sqrt(2))
+    documents = hooks.score_batch([{"haerae_vision_score": item} for item in items])
+    assert ["score" in d["haerae_vision_score"] for d in documents] == [True, False, True]  # the failed one: none
+    # every request failed: no number at all rather than a 0
+    judge.clear_memo()
+    judge_env.fault(lambda r: True, "500", times=None)
+    assert hooks.agg_haerae_vision_score(_items("original", ORIGINAL[3:])) is None
 
 
 def test_items_arrive_unordered_and_duplicated_identically(judge_env: StandInServer) -> None:
@@ -170,6 +191,13 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
     assert hooks.group_underspec_gap(values[::-1], [4, 4], False, subtasks=tasks[::-1]) == pytest.approx(expected_gap)
     assert hooks.group_original_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(0.375)
     assert hooks.group_explicit_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(score_explicit)
+    # the gap's paired standard error: SD of the per-item differences (0.5, 0.25, 0.5, 0.5) / sqrt(4)
+    diffs = [0.5, 0.25, 0.5, 0.5]
+    mean = sum(diffs) / 4
+    paired = math.sqrt(sum((d - mean) ** 2 for d in diffs) / 3) / 2
+    assert hooks.group_underspec_gap.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == pytest.approx(paired)
+    assert hooks.group_original_score.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == 0.2  # the original task's own
+    assert hooks.group_explicit_score.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == 0.1
 
 
 def _scored(variant: str, scores: dict[str, float]) -> metrics.ScoredTask:
@@ -180,6 +208,9 @@ def test_gap_uses_only_shared_items_and_needs_both_variants(monkeypatch: pytest.
     original = _scored("original", {"1": 0.5, "2": 1.0, "3": 0.0})
     explicit = _scored("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
     assert metrics.paired_gap({"original": original, "explicit": explicit}) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
+    # an item whose judge request failed in either variant is not paired; an unparsed reply (None) counts 0
+    failed = metrics.ScoredTask("haerae_vision_original", "original", {"1": 0.5, "2": 1.0, "3": None}, {}, "", failed=frozenset({"2"}))
+    assert metrics.paired_gap({"original": failed, "explicit": explicit}) == pytest.approx(1.0 - 0.0)  # item 3 only
     with pytest.raises(ValueError, match="missing \\['explicit'\\]"):
         metrics.paired_gap({"original": original})
     with pytest.raises(ValueError, match="share no question_idx"):

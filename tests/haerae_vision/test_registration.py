@@ -13,7 +13,7 @@ from lmms_tasks import tasks_path
 from lmms_tasks.utils.services.taskconfig import task_config
 
 NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision")
-COMMON_METRICS = ["haerae_vision_score", "judge_failures", "category_scores", "judge_info"]
+COMMON_METRICS = ["haerae_vision_score", "judge_failures", "judge_unparsed"]
 
 
 def test_task_manager_indexes_tasks_and_group() -> None:
@@ -40,6 +40,8 @@ def test_task_settings_follow_the_official_pipeline() -> None:
         assert config["custom_dataset"] == f"!function utils.dataset_{variant}" and "process_docs" not in config
         metrics = [entry["metric"] for entry in config["metric_list"]]
         assert sorted(metrics) == sorted(COMMON_METRICS)
+        # per-item scores for lmms-eval's CLT stderr and --baseline, written by the batch step
+        assert config["score_key"] == "haerae_vision_score" and config["process_results_batch"] == "!function utils.score_batch"
 
 
 def test_group_reports_group_only_metrics_from_the_subtask_scores() -> None:
@@ -57,6 +59,7 @@ def test_group_reports_group_only_metrics_from_the_subtask_scores() -> None:
         ("haerae_vision_score", "score_explicit", None),
         ("haerae_vision_score", "underspec_gap", None),
         ("judge_failures", None, "exact"),
+        ("judge_unparsed", None, "exact"),
     ]
     assert not {"score_original", "score_explicit", "underspec_gap"} & set(COMMON_METRICS)  # group-only
 

@@ -4,6 +4,7 @@ real execution of the fixtures' programs). Expected values are computed by hand 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,24 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) 
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
     assert hooks.agg_pass_at_1(items, args=args) == 50.0  # 2 of 4
     assert hooks.agg_parse_success_rate(items, args=args) == 75.0  # 1 of 4 gated
-    assert hooks.agg_by_task_type(items, args=args) == {"Aggregation": 100.0, "Rearrangement": 100.0, "Iteration": 0.0, "Validation": 0.0}
-    assert hooks.agg_by_capability(items, args=args)["Mathematical Operations"] == 50.0  # q1 yes, q2-2 no
+    # the breakdowns are in the execution summary, not in the results table
+    summary = json.loads((tmp_path / "out" / "executions" / "humaneval_v_v2c.summary.json").read_text())
+    assert summary["by_task_type"] == {"Aggregation": 100.0, "Rearrangement": 100.0, "Iteration": 0.0, "Validation": 0.0}
+    assert summary["by_capability"]["Mathematical Operations"] == 50.0 and summary["k"] == 1  # q1 yes, q2-2 no
+    # standard error over the 4 tasks: SD(100, 100, 0, 0) / 2, the rounded and unrounded numbers alike
+    se = math.sqrt((4 * 50.0**2) / 3) / 2
+    assert hooks.agg_pass_at_1.stderr(items, args=args) == pytest.approx(se)
+    assert hooks.agg_pass_at_1_unrounded.stderr(items, args=args) == pytest.approx(se)
+    # the batch step writes each task's pass@1 into its document, with the base qid as the cluster
+    documents = hooks.score_batch([{"pass@1": item, "parse_success_rate": item} for item in items], args=args)
+    scored = {d["pass@1"]["qid"]: d["pass@1"] for d in documents}
+    assert {q: (i["pass@1"], i["score"], i["base_qid"]) for q, i in scored.items()} == {
+        "q1": (100.0, 1.0, "q1"),
+        "q2": (100.0, 1.0, "q2"),
+        "q2-2": (0.0, 0.0, "q2"),
+        "q3": (0.0, 0.0, "q3"),
+    }
+    assert all(d["unit_score"] == d["pass@1"]["score"] and "score" not in d["parse_success_rate"] for d in documents)
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
     by_qid = {r["qid"]: r for r in records}
     assert by_qid["q2-2"]["result"] == "Pylint syntax check failed:\nUndefined variable 'STEP'"
@@ -192,12 +209,21 @@ def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytes
     # official denominator: sample_num (6) x tasks (4) = 24 samples, 6 of them gated -> 75.0
     assert hooks.agg_parse_success_rate(items) == 75.0
     assert hooks.agg_parse_success_rate_unrounded(items) == pytest.approx(75.0)
-    hooks.agg_by_task_type(items)
-    assert len(calls) == 1  # one batch shared by every metric of the task
+    # per task pass@3 (x100): 0, 50, 80, 100; its SD over sqrt(4 tasks) is pass@3's standard error
+    per_task = [0.0, 50.0, 80.0, 100.0]
+    mean = sum(per_task) / 4
+    assert hooks.agg_pass_at_3.stderr(items) == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in per_task) / 3) / 2)
+    documents = hooks.score_batch([{"pass@3": item} for item in items])
+    assert sorted(d["pass@3"]["pass@3"] for d in documents) == pytest.approx(per_task)
+    assert len(calls) == 1  # one batch shared by every metric of the task and the batch step
+    # one response per task (k-samples stability): whether that program passed, as a 0-1 fraction
+    first = [{"pass@3": dict(item, programs=item["programs"][:1])} for item in items]
+    assert {d["pass@3"]["qid"]: d["pass@3"]["score"] for d in hooks.score_batch(first, repeat=0)} == {"q1": 0.0, "q2": 1.0, "q2-2": 1.0, "q3": 1.0}
     # H11: a task with fewer than k samples -> pass@k omitted; unequal counts: the parse rate is the share of
     # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
     short = [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]
     assert hooks.agg_pass_at_3(short) is None and hooks.agg_pass_at_3_unrounded(short) is None
+    assert hooks.agg_pass_at_3.stderr(short) == "N/A" and not any("score" in d["pass@3"] for d in hooks.score_batch([{"pass@3": i} for i in short]))
     assert hooks.agg_parse_success_rate(short) == 90.0
     # 1 of 3 samples gated: the official rounding hides the third decimal, the unrounded value keeps it
     three = [dict(items[0], programs=items[0]["programs"][:1]), dict(items[1], programs=items[1]["programs"][:2])]
@@ -223,3 +249,26 @@ def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.F
     (fault,) = run_status.faults("humaneval_v_v2c")  # ...but the run's exit status will say it is incomplete
     assert fault.code == run_status.EXIT_INCOMPLETE and "qid 'q2-2' sample 0" in fault.message and "BlockingIOError" in fault.message
     run_status.clear()
+
+
+def test_v2t2c_step2_scores_each_task_on_its_first_description_document(data: fx.FixtureSet) -> None:
+    rows = data.records[fx.RECORDS_KEY]
+    right = {r["qid"]: fenced(r["ground_truth_solution"]) for r in rows}
+    items = []
+    for row in rows:  # two descriptions per task, one greedy code each: q1 passes once, the others twice
+        for index in range(2):
+            doc = {**row, "hev_task": "humaneval_v_t2c", "hev_setting": "t2c", "hev_sample_index": index, "hev_specification": "d"}
+            reply = "no code" if row["qid"] == "q1" and index == 1 else right[row["qid"]]
+            items.append(hooks.process_results(doc, [reply])["pass@1"])
+    documents = hooks.score_batch([{"pass@1": item} for item in reversed(items)])
+    scored = [(d["pass@1"]["qid"], d["pass@1"]["sample_index"], d["pass@1"]["pass@1"]) for d in documents if "score" in d["pass@1"]]
+    assert sorted(scored) == [("q1", 0, 50.0), ("q2", 0, 100.0), ("q2-2", 0, 100.0), ("q3", 0, 100.0)]
+
+
+def test_description_rate_standard_error_over_tasks() -> None:
+    items = [{"task": "humaneval_v_v2t_pass3", "qid": f"q{i}", "descriptions": d} for i, d in enumerate([["a", "b"], ["", "c"], ["", " "]])]
+    assert hooks.agg_description_rate(items) == 50.0
+    shares = [100.0, 50.0, 0.0]
+    assert hooks.agg_description_rate.stderr(items) == pytest.approx(math.sqrt(sum((v - 50) ** 2 for v in shares) / 2) / math.sqrt(3))
+    documents = hooks.score_batch([{"description_rate": item} for item in items])
+    assert [d["description_rate"]["description_rate"] for d in documents] == shares

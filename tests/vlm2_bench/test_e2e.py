@@ -3,6 +3,7 @@ with scripted replies; expected scores are computed here by hand from those repl
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -67,6 +68,27 @@ EXPECTED = {
     "vlm2_bench_pc_vid": (100.0 + 50.0) / 2,  # AB 1/1 -> 100 %, ABA 1/2 -> 50 %
 }
 
+# the units of each subtask score (0-100), by hand from the replies above: GC pairs by q_id (gcm2's "T" reply
+# is unparseable, gcm3 a singleton), Cpr complete pairs, valid counting answers, grouping questions, and the
+# two judged videos weighted n / (2 n_type) = 1 (one per type: AB 100 * 1, ABA 50 * 1)
+UNITS = {
+    "vlm2_bench_gc_mat": [100.0, 0.0, 0.0],
+    "vlm2_bench_gc_trk": [100.0, 100.0],
+    "vlm2_bench_oc_cpr": [100.0, 0.0],
+    "vlm2_bench_oc_cnt": [S_OC, 100.0, 100.0],
+    "vlm2_bench_oc_grp": [100.0, 0.0, 100.0],
+    "vlm2_bench_pc_cpr": [100.0, 0.0],
+    "vlm2_bench_pc_cnt": [S_PC, 100.0, 100.0],
+    "vlm2_bench_pc_grp": [100.0, 0.0],
+    "vlm2_bench_pc_vid": [100.0, 50.0],
+}
+
+
+def _se(values) -> float:
+    values = list(values)
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
+
 
 def _mean(values) -> float:
     values = list(values)
@@ -101,8 +123,6 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
             assert report["errors"] == {} and report["task"] == task
             for key, value in report["results"].items():
                 expected = run.results["results"][task][key]
-                if key.startswith("vid_judge_info"):
-                    continue  # its counts (cache hits) differ on a re-score
                 assert value == (expected if isinstance(expected, str) else pytest.approx(expected)), (task, key)
         assert len(server.requests) == len(requests)  # the re-score judged from the cache
 
@@ -144,6 +164,30 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
         assert run.metric(task, "vlm2_exact_score") == pytest.approx(exact[task])
     for group in ("vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"):
         assert "vlm2_gap_to_human,none" not in run.results["groups"][group]
+
+    # standard errors over the units, on the 0-100 scale: the aggregation's own (`_stderr`) and lmms-eval's
+    # CLT over the per-sample scores the batch step wrote (`_stderr_clt`); groups combine them as independent
+    ses = {task: _se(units) for task, units in UNITS.items()}
+    for task, units in UNITS.items():
+        assert _mean(units) == pytest.approx(EXPECTED[task]), task
+        assert run.metric(task, "vlm2_score_stderr") == pytest.approx(ses[task]), task
+        assert run.metric(task, "vlm2_score_stderr_clt") == pytest.approx(ses[task]), task
+        scored = [s["vlm2_score"]["vlm2_score"] for s in run.samples[task] if "score" in s["vlm2_score"]]
+        assert sorted(scored) == pytest.approx(sorted(units)), task
+    # one scored question per pair, each its own cluster: the clustered form equals the CLT one
+    assert run.metric("vlm2_bench_gc_mat", "vlm2_score_stderr_clustered") == pytest.approx(ses["vlm2_bench_gc_mat"])
+    gc_mat = {s["vlm2_score"]["q_id"]: s for s in run.samples["vlm2_bench_gc_mat"] if "score" in s["vlm2_score"]}
+    assert {q: (s["vlm2_score"]["pair_id"], s["unit_score"]) for q, s in gc_mat.items()} == {"gcm1": ("gcm1", 1.0), "gcm2": ("gcm2", 0.0), "gcm3": ("gcm3", 0.0)}
+    assert [s["doc_id"] for s in gc_mat.values()] == [0, 2, 4]  # each pair's first question
+    # GC-Mat exact mode: 0 of 3 pairs, no spread
+    assert run.metric("vlm2_bench_gc_mat", "vlm2_exact_score_stderr") == pytest.approx(0.0)
+    gc = math.sqrt(ses["vlm2_bench_gc_mat"] ** 2 + ses["vlm2_bench_gc_trk"] ** 2) / 2
+    assert run.metric("vlm2_bench_gc", "vlm2_score_stderr") == pytest.approx(gc)
+    all9 = math.sqrt(sum(se**2 for se in ses.values())) / 9
+    assert run.metric("vlm2_bench", "vlm2_score_stderr") == pytest.approx(all9)
+    assert run.metric("vlm2_bench", "vlm2_gap_to_human_stderr") == pytest.approx(all9)
+    img8 = [se for task, se in ses.items() if task != "vlm2_bench_pc_vid"]
+    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr") == pytest.approx(math.sqrt(sum(se**2 for se in img8)) / 8)
 
     # samples carry the task name and what aggregation needs
     sample = run.samples["vlm2_bench_oc_cnt"][0]["vlm2_score"]

@@ -315,6 +315,10 @@ def aggregate(
             declares_args = "args" in inspect.signature(aggregation).parameters
             value = aggregation(values, args=args) if declares_args else aggregation(values)
             results[f"{metric},{filter_name}"] = value.item() if hasattr(value, "item") else value  # numpy scalars -> JSON
+            stderr = getattr(aggregation, "stderr", None)  # the aggregation's own standard error, as in the run
+            if callable(stderr):
+                se = stderr(values, args=args) if "args" in inspect.signature(stderr).parameters else stderr(values)
+                results[f"{metric}_stderr,{filter_name}"] = se.item() if hasattr(se, "item") else se
         except Exception as exc:  # noqa: BLE001 - one broken metric must not lose the others
             errors[metric] = f"{type(exc).__name__}: {exc}"
         if "higher_is_better" in entry:

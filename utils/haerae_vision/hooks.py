@@ -12,6 +12,7 @@ and the under-specification gap, explicit minus original paired by `question_idx
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -22,6 +23,7 @@ from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.status import inspecting
+from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, unit_item
 
 Item = Mapping[str, Any]
 
@@ -66,24 +68,56 @@ process_results = metrics.process_results
 # -- task aggregations -----------------------------------------------------------------------------------
 
 
-def agg_haerae_vision_score(items: list[Item], args: Any = None) -> float:
-    """Mean item score, a missing score counting 0 (official), on the 0-1 scale."""
-    return metrics.scored_task(items, args).mean()
+def agg_haerae_vision_score(items: list[Item], args: Any = None) -> float | None:
+    """Mean item score over the items the judge answered (a reply without a usable score counts 0,
+    officially; a failed request is left out and counted in judge_failures), on the 0-1 scale; None (shown
+    N/A) when no request got a reply."""
+    scored = metrics.scored_task(items, args)
+    return scored.mean() if scored.judged else None
 
 
 def agg_judge_failures(items: list[Item], args: Any = None) -> int:
-    """Items without a score: judge transport failures plus unparseable judge replies."""
+    """Judge requests that still failed after their retries: those items are not in the score."""
     return metrics.scored_task(items, args).failures
 
 
-def agg_category_scores(items: list[Item], args: Any = None) -> dict[str, float]:
-    """Mean score per category (Korean names as in the data), missing scores counting 0."""
-    return metrics.scored_task(items, args).category_means()
+def agg_judge_unparsed(items: list[Item], args: Any = None) -> int:
+    """Judge replies without a usable score (no or several <score> tags): counted 0 in the score."""
+    return metrics.scored_task(items, args).unparsed
 
 
-def agg_judge_info(items: list[Item], args: Any = None) -> str:
-    """Judge provenance: model, endpoint, prompt sha256, counts and tokens."""
-    return metrics.scored_task(items, args).judge_info
+agg_haerae_vision_score.stderr = lambda items, args=None: metrics.scored_task(items, args).stderr()  # type: ignore[attr-defined]
+
+SCORE = "haerae_vision_score"
+
+
+def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+    """The tasks' `process_results_batch`: every judged item's score (0-1; a reply without a usable score
+    is 0) goes into its `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT stderr
+    reads) and `score` (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an item whose judge
+    request failed gets none. From the same memoized judge batch the aggregations use.
+
+    For the k-samples responses (`repeat` = j) each item's j-th response is judged (into
+    `<output_path>/repeats/<j>/judgements/`), for lmms-eval's stability metrics."""
+    results = [dict(r) for r in results]
+    items = [r[SCORE] for r in results if SCORE in r]
+    if not items:
+        return results
+    output_dir = getattr(args, "output_path", None)
+    if repeat is not None and output_dir:
+        output_dir = str(Path(output_dir) / "repeats" / str(repeat))
+    scored = metrics.scored_task(items, args, output_dir=output_dir, remember=repeat is None)
+    for result in results:
+        qid = str(result[SCORE]["question_idx"]) if SCORE in result else None
+        if qid is None or qid not in scored.scores or qid in scored.failed:
+            continue
+        value = scored.counted(qid)
+        if repeat is None:
+            result[SCORE] = unit_item(result[SCORE], SCORE, value)
+            result[UNIT_SCORE] = value / 100.0  # lmms-eval's --baseline reports it x100: back on the 0-1 scale
+        else:
+            result[SCORE] = fraction_item(result[SCORE], SCORE, value)
+    return results
 
 
 # -- group haerae_vision (lmms-eval passes the values, sizes, weight_by_size and each value's subtask) ------
@@ -104,22 +138,41 @@ def group_explicit_score(values: Sequence[Any], sizes: Sequence[int] | None = No
     return _variant_value(values, subtasks, "explicit")
 
 
-def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
-    """`underspec_gap`: explicit minus original, paired by question_idx (0-1 scale), from the two tasks'
-    scored items of this run. A gap that cannot be formed (a variant missing, no shared item) is logged and
-    reported as None rather than raised: raising here would discard the finished run."""
+def _scored_variants(subtasks: Sequence[str]) -> dict[str, metrics.ScoredTask]:
     found = {}
     for task in subtasks:
         scored = metrics.scored(task)
         if scored is not None and task in {task_name(v) for v in VARIANTS}:
             found[scored.variant] = scored
+    return found
+
+
+def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+    """`underspec_gap`: explicit minus original, paired by question_idx over the items both tasks had judged
+    (0-1 scale), from the two tasks' scored items of this run. A gap that cannot be formed (a variant
+    missing, no shared item) is logged and reported as None rather than raised: raising here would discard
+    the finished run."""
     try:
-        return metrics.paired_gap(found)
+        return metrics.paired_gap(_scored_variants(subtasks))
     except ValueError as exc:
         logger.error(f"haerae_vision underspec_gap not computed: {exc}")
         return None
 
 
+def _underspec_gap_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str:
+    """The gap's paired standard error: SD(per-item differences, ddof=1) / sqrt(n_pairs) (not the two
+    tasks' standard errors combined: the same items are asked both ways)."""
+    try:
+        return metrics.paired_gap_stderr(_scored_variants(subtasks))
+    except ValueError:
+        return NA
+
+
+group_original_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "original")  # type: ignore[attr-defined]
+group_explicit_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "explicit")  # type: ignore[attr-defined]
+group_underspec_gap.stderr = _underspec_gap_stderr  # type: ignore[attr-defined]
+
+
 def group_sum(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> int:
-    """The group's judge_failures: the subtasks' counts added."""
+    """The group's judge_failures / judge_unparsed: the subtasks' counts added."""
     return int(sum(int(v) for v in values))

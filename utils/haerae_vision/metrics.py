@@ -6,10 +6,13 @@ the aggregation from a samples file). Every aggregation function below calls `sc
 the task's items to the shared judge client in one batch (memoized in-process, cached on disk), so the
 several metrics of one task cost one batch.
 
-Official aggregation (earlier repo's `merge_scores.ipynb`, spec 3.5): a missing score (judge transport
-failure, no / several `<score>` tags, zero denominator) counts as 0.0 in the mean; scores are not clipped;
-scale 0-1. Per-category means use the same rule. The group reports the gap explicit - original, paired by
-`question_idx` over the items both variants scored: each task's latest `ScoredTask` is kept by task name
+Official aggregation (earlier repo's `merge_scores.ipynb`, spec 3.5): a reply without a usable score (no
+or several `<score>` tags, zero denominator) counts as 0.0 in the mean; scores are not clipped; scale 0-1.
+A judge request that still fails after its retries has no reply at all: it is never averaged as a 0 (the
+official script would have a score for it had the call gone through). The mean is over the items the judge
+answered; the failed ones are counted in `judge_failures` and make the run's exit status 3 (incomplete).
+Per-category means use the same rules. The group reports the gap explicit - original, paired by
+`question_idx` over the items both variants had judged: each task's latest `ScoredTask` is kept by task name
 (`scored`), and the group aggregation, which lmms-eval runs on the same rank right after the tasks', looks
 both up by the subtask names it receives.
 """
@@ -28,7 +31,7 @@ from lmms_tasks.utils.haerae_vision.prompting import clean_response
 from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.services.logging import logger
 
-METRICS = ("haerae_vision_score", "judge_failures", "category_scores", "judge_info")
+METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed")
 ITEM_FIELDS = ("task", "variant", "question_idx", "category", "question_used", "checklist_text", "response")
 
 
@@ -59,35 +62,56 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 @dataclass(frozen=True)
 class ScoredTask:
-    """One task's judged items: score per question_idx (None = failed or unparseable), category per id."""
+    """One task's judged items: score per question_idx (None = no usable score), category per id, and the
+    ids whose judge request failed (no reply after retries; their score is None too)."""
 
     task: str
     variant: str
     scores: dict[str, float | None]
     categories: dict[str, str]
     judge_info: str
+    failed: frozenset[str] = frozenset()
 
     @property
     def n(self) -> int:
         return len(self.scores)
 
     @property
+    def judged(self) -> list[str]:
+        """The ids the judge answered (a reply, usable or not), in the scores' order."""
+        return [q for q in self.scores if q not in self.failed]
+
+    @property
     def failures(self) -> int:
-        return sum(1 for s in self.scores.values() if s is None)
+        """Judge requests that failed after their retries (transport failures)."""
+        return len(self.failed)
+
+    @property
+    def unparsed(self) -> int:
+        """Replies without a usable score (counted 0, officially)."""
+        return sum(1 for q in self.judged if self.scores[q] is None)
 
     def counted(self, qid: str) -> float:
-        """The official aggregation value of one item: its score, or 0.0 when it has none."""
+        """The official aggregation value of a judged item: its score, or 0.0 when the reply had none."""
         score = self.scores[qid]
         return 0.0 if score is None else float(score)
 
     def mean(self, ids: Iterable[str] | None = None) -> float:
-        ids = list(self.scores) if ids is None else list(ids)
-        return sum(self.counted(q) for q in ids) / len(ids) if ids else 0.0
+        """Mean over the judged items among `ids` (default: all); 0.0 when none was judged."""
+        judged = [q for q in (self.scores if ids is None else ids) if q not in self.failed]
+        return sum(self.counted(q) for q in judged) / len(judged) if judged else 0.0
+
+    def stderr(self) -> float | str:
+        """SD(judged item scores, ddof=1) / sqrt(n_judged), on the 0-1 scale."""
+        from lmms_tasks.utils.services.stats import clt_stderr
+
+        return clt_stderr(self.counted(q) for q in self.judged)
 
     def category_means(self) -> dict[str, float]:
         by_category: dict[str, list[str]] = defaultdict(list)
         for qid, category in self.categories.items():
-            by_category[category].append(qid)
+            if qid not in self.failed:
+                by_category[category].append(qid)
         return {category: self.mean(by_category[category]) for category in sorted(by_category)}
 
 
@@ -157,9 +181,14 @@ def judge_config(task: str) -> Any:
     return JudgeConfig.resolve(task=task, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
 
 
-def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None) -> ScoredTask:
-    """Judge the task's items (one memoized, cached batch) and return their official scores."""
-    from lmms_tasks.utils.services.judge import judge_batch, judge_summary_metric
+def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir: str | None = None, remember: bool = True) -> ScoredTask:
+    """Judge the task's items (one memoized, cached batch) and return their official scores.
+
+    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the task's per-category
+    means (`category_scores`) and the one-line `judge_info`. `output_dir` overrides the run's output path
+    (k-samples responses are judged into their own folder); `remember=False` leaves `scored(task)`, which
+    the group's gap reads, to the task's own documents."""
+    from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
 
     checked = _validated(items)
     if not checked:
@@ -171,14 +200,18 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None) -> ScoredT
         requests=_judge_requests(checked),
         parse=parse_score,
         config=config,
-        output_dir=getattr(args, "output_path", None),
+        output_dir=output_dir or getattr(args, "output_path", None),
         prompt_sha256=template_sha256(),
     )
     scores = {item["question_idx"]: batch.outcomes[item["question_idx"]].parsed for item in checked}
     categories = {item["question_idx"]: item["category"] for item in checked}
-    result = ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch))
-    with _scored_lock:
-        _scored[task] = result
+    failed = frozenset(item["question_idx"] for item in checked if batch.outcomes[item["question_idx"]].error is not None)
+    result = ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch), failed=failed)
+    if "category_scores" not in batch.summary:
+        add_to_summary(batch, {"category_scores": result.category_means(), "judge_info": result.judge_info})
+    if remember:
+        with _scored_lock:
+            _scored[task] = result
     return result
 
 
@@ -203,14 +236,29 @@ def underspec_gap(original: Mapping[str, float], explicit: Mapping[str, float]) 
     return sum(explicit[q] - original[q] for q in common) / len(common), len(common)
 
 
+def _judged_scores(task: ScoredTask) -> dict[str, float]:
+    return {q: task.counted(q) for q in task.judged}
+
+
 def paired_gap(by_variant: Mapping[str, ScoredTask]) -> float:
-    """explicit - original from the two variants' scored tasks; raises when they cannot be paired."""
+    """explicit - original over the items both variants had judged; raises when they cannot be paired."""
+    original, explicit = _paired(by_variant)
+    gap, n = underspec_gap(original, explicit)
+    if n != len(original) or n != len(explicit):
+        logger.warning(f"haerae_vision gap over the {n} items both variants had judged ({len(original)} original, {len(explicit)} explicit)")
+    return gap
+
+
+def paired_gap_stderr(by_variant: Mapping[str, ScoredTask]) -> float | str:
+    """SD(explicit - original per shared item, ddof=1) / sqrt(n_pairs): the paired standard error of the gap."""
+    from lmms_tasks.utils.services.stats import clt_stderr
+
+    original, explicit = _paired(by_variant)
+    return clt_stderr(explicit[q] - original[q] for q in set(original) & set(explicit))
+
+
+def _paired(by_variant: Mapping[str, ScoredTask]) -> tuple[dict[str, float], dict[str, float]]:
     missing = [v for v in VARIANTS if v not in by_variant]
     if missing:
         raise ValueError(f"HAERAE-Vision gap needs both variants; missing {missing}")
-    original = {q: by_variant["original"].counted(q) for q in by_variant["original"].scores}
-    explicit = {q: by_variant["explicit"].counted(q) for q in by_variant["explicit"].scores}
-    gap, n = underspec_gap(original, explicit)
-    if n != len(original) or n != len(explicit):
-        logger.warning(f"haerae_vision gap over the {n} items both variants scored ({len(original)} original, {len(explicit)} explicit)")
-    return gap
+    return _judged_scores(by_variant["original"]), _judged_scores(by_variant["explicit"])

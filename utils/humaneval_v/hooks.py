@@ -32,6 +32,7 @@ from lmms_tasks.utils.services.data import DataError, DataSource, check_split, l
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.taskconfig import task_metadata
 
@@ -219,19 +220,34 @@ def metric_names(task: str) -> tuple[str, ...]:
     k = k_of(task)
     if setting_of(task) == "v2t":
         return ("description_rate", f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
-    return (f"pass@{k}", f"pass@{k}_unrounded", "parse_success_rate", "parse_success_rate_unrounded", "by_task_type", "by_capability")
+    return (f"pass@{k}", f"pass@{k}_unrounded", "parse_success_rate", "parse_success_rate_unrounded")
+
+
+def headline(task: str) -> str:
+    """The task's headline metric, the `score_key` its per-task scores are written under."""
+    return "description_rate" if setting_of(task) == "v2t" else f"pass@{k_of(task)}"
 
 
 def _output_dir(args: Any) -> str | None:
     return getattr(args, "output_path", None) if args is not None else None
 
 
+def _k_for(items: list[dict[str, Any]]) -> int:
+    first = items[0] if items else None
+    return k_of(str(first["task"])) if isinstance(first, dict) and "task" in first else 1
+
+
+def _scored(items: list[dict[str, Any]], args: Any = None, output_dir: str | None = None) -> metrics.Scored:
+    """The task's memoized execution batch; its summary also records the per-type / per-capability pass@k."""
+    return metrics.score_items(items, output_dir or _output_dir(args), k=_k_for(items))
+
+
 def agg_pass_at_1(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 1)
+    return metrics.pass_at(_scored(items, args), 1)
 
 
 def agg_pass_at_3(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 3)
+    return metrics.pass_at(_scored(items, args), 3)
 
 
 def agg_pass_at_10(items: list[dict[str, Any]], args: Any = None) -> float | None:
@@ -239,11 +255,11 @@ def agg_pass_at_10(items: list[dict[str, Any]], args: Any = None) -> float | Non
 
 
 def agg_pass_at_1_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 1)
+    return metrics.pass_at_unrounded(_scored(items, args), 1)
 
 
 def agg_pass_at_3_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 3)
+    return metrics.pass_at_unrounded(_scored(items, args), 3)
 
 
 def agg_pass_at_10_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
@@ -251,29 +267,82 @@ def agg_pass_at_10_unrounded(items: list[dict[str, Any]], args: Any = None) -> f
 
 
 def agg_parse_success_rate(items: list[dict[str, Any]], args: Any = None) -> float:
-    return metrics.parse_success_rate(metrics.score_items(items, _output_dir(args)))
+    return metrics.parse_success_rate(_scored(items, args))
 
 
 def agg_parse_success_rate_unrounded(items: list[dict[str, Any]], args: Any = None) -> float:
-    return metrics.parse_success_rate_unrounded(metrics.score_items(items, _output_dir(args)))
+    return metrics.parse_success_rate_unrounded(_scored(items, args))
 
 
-def _k_for(items: list[dict[str, Any]]) -> int:
-    return k_of(str(items[0]["task"])) if items else 1
-
-
-def agg_by_task_type(items: list[dict[str, Any]], args: Any = None) -> dict[str, float]:
-    return metrics.by_task_type(metrics.score_items(items, _output_dir(args)), _k_for(items))
-
-
-def agg_by_capability(items: list[dict[str, Any]], args: Any = None) -> dict[str, float]:
-    return metrics.by_capability(metrics.score_items(items, _output_dir(args)), _k_for(items))
+def _description_shares(items: list[dict[str, Any]]) -> list[float]:
+    """Per document (a task, for V2T): the share (x100) of its samples with a non-empty description."""
+    return [100 * sum(bool(d.strip()) for d in i["descriptions"]) / max(1, len(i["descriptions"])) for i in items]
 
 
 def agg_description_rate(items: list[dict[str, Any]], args: Any = None) -> float:
     """Share (x100) of V2T samples that produced a non-empty description (a health check, not a score)."""
     descriptions = [d for i in items for d in i["descriptions"]]
     return round(100 * sum(bool(d.strip()) for d in descriptions) / max(1, len(descriptions)), 1)
+
+
+def _pass_stderr(k: int) -> Any:
+    def stderr(items: list[dict[str, Any]], args: Any = None) -> float | str:
+        return metrics.pass_at_stderr(_scored(items, args), k)
+
+    return stderr
+
+
+agg_pass_at_1.stderr = agg_pass_at_1_unrounded.stderr = _pass_stderr(1)  # type: ignore[attr-defined]
+agg_pass_at_3.stderr = agg_pass_at_3_unrounded.stderr = _pass_stderr(3)  # type: ignore[attr-defined]
+# every task has the same number of samples, so the mean of the per-task shares is the overall share
+agg_description_rate.stderr = lambda items, args=None: clt_stderr(_description_shares(list(items)))  # type: ignore[attr-defined]
+
+
+def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+    """The tasks' `process_results_batch`: each task's (qid's) score goes into the headline item of the
+    document that stands for it (its `sample_index` 0 document: V2T2C step 2 has one document per
+    description), from the same memoized execution batch the aggregations use: the unbiased pass@k x100
+    under `pass@k` (what lmms-eval's CLT stderr reads), `score` (0-1), `base_qid` ("q1-2" -> "q1", the
+    cluster) and the sample's `unit_score` (0-1, what --baseline reads). V2T (`description_rate`): the
+    share of the document's non-empty descriptions (per response: whether the j-th one is). No score when
+    pass@k is omitted (a task with fewer than k samples).
+
+    For the k-samples responses (`repeat` = j: `--repeats`, and the pass@3 tasks' 6 samples) each task's j-th
+    program(s) passed or not, as a 0-1 fraction, for lmms-eval's stability metrics (from the execution
+    cache: the programs were run for the task's own batch; no records are written for them)."""
+    results = [dict(r) for r in results]
+    if not results:
+        return results
+    first = next(v for v in results[0].values() if isinstance(v, dict) and "task" in v)
+    task = str(first["task"])
+    key = headline(task)
+    items = [r[key] for r in results]
+    if setting_of(task) == "v2t":
+        for result, item, share in zip(results, items, _description_shares(items)):
+            if repeat is None:
+                result[key] = unit_item(item, key, share, base_qid=metrics.base_qid(item["qid"]))
+                result[UNIT_SCORE] = share / 100.0
+            else:  # the j-th description: non-empty or not
+                result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
+        return results
+    k = k_of(task) if repeat is None else 1  # one response per task: its pass rate
+    if repeat is None:
+        per_task = metrics.task_pass_at_k(_scored(items, args), k)
+    else:
+        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), records=False), 1)
+    if per_task is None:
+        return results
+    stands_for: dict[str, int] = {}
+    for position, item in sorted(enumerate(items), key=lambda pair: int(pair[1].get("sample_index", 0))):
+        stands_for.setdefault(str(item["qid"]), position)
+    for qid, position in stands_for.items():
+        item, score = items[position], per_task[qid]
+        if repeat is None:
+            results[position][key] = unit_item(item, key, score, base_qid=metrics.base_qid(qid))
+            results[position][UNIT_SCORE] = score / 100.0
+        else:
+            results[position][key] = fraction_item(item, key, score / 100.0, base_qid=metrics.base_qid(qid))
+    return results
 
 
 def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | None:
@@ -287,6 +356,14 @@ def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | N
 def agg_strong_coder_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
     scored = _strong_coder_scored(items, args)
     return None if scored is None else metrics.pass_at_unrounded(scored, _k_for(items))
+
+
+def _strong_coder_stderr(items: list[dict[str, Any]], args: Any = None) -> float | str:
+    scored = _strong_coder_scored(items, args)
+    return NA if scored is None else metrics.pass_at_stderr(scored, _k_for(items))
+
+
+agg_strong_coder.stderr = agg_strong_coder_unrounded.stderr = _strong_coder_stderr  # type: ignore[attr-defined]
 
 
 def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scored | None:
@@ -324,7 +401,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
         replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})
-    return metrics.score_items(code_items, _output_dir(args))
+    return metrics.score_items(code_items, _output_dir(args), k=_k_for(items))
 
 
 def coder_config(task: str) -> Any:

@@ -40,8 +40,11 @@ def _check(item: Any) -> Mapping[str, Any]:
     return item
 
 
-def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
-    """Run (or fetch the memoized) execution batch for one task's items."""
+def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
+    """Run (or fetch the memoized) execution batch for one task's items. With `k`, the execution summary
+    (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and per-capability
+    pass@k breakdowns (`by_task_type`, `by_capability`). `records=False` writes no records (the output
+    directory is still hidden from the programs)."""
     checked = sorted((_check(i) for i in items), key=lambda i: (str(i["qid"]), int(i.get("sample_index", 0))))
     if not checked:
         raise ItemError("HumanEval-V aggregation received no items")
@@ -52,14 +55,14 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
     programs = [p for i in checked for p in i["programs"]]
     batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else ())
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
-    records = []
+    per_sample = []
     cursor = 0
     for item in checked:
         for position, _prediction in enumerate(item["programs"]):
             verdict = batch.verdicts[cursor]
             cursor += 1
             passed_by_qid[str(item["qid"])].append(verdict.passed)
-            records.append(
+            per_sample.append(
                 {
                     "task": task,
                     "qid": item["qid"],
@@ -70,16 +73,7 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
                     "cached": verdict.cached,
                 }
             )
-    write_records(output_dir, task, records, {"task": task, **batch.summary})
-    failed = [r for r in records if r["status"] == "error"]
-    if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
-        named = ", ".join(f"qid {r['qid']!r} sample {r['sample_index']}" for r in failed[:10])
-        run_status.record_incomplete(
-            task,
-            f"{len(failed)} program(s) could not be executed by the sandbox ({failed[0]['result'][:200]}): {named}"
-            f"{' ...' if len(failed) > 10 else ''}; they count as failed. Re-run `python -m lmms_tasks score` on the samples file.",
-        )
-    return Scored(
+    scored = Scored(
         task=task,
         passed_by_qid=dict(passed_by_qid),
         gated=sum(v.gated for v in batch.verdicts),
@@ -88,6 +82,18 @@ def score_items(items: Iterable[Any], output_dir: str | None = None) -> Scored:
         capabilities={str(i["qid"]): list(i.get("capabilities") or []) for i in checked},
         summary=batch.summary,
     )
+    breakdowns = {} if k is None else {"k": k, "by_task_type": by_task_type(scored, k), "by_capability": by_capability(scored, k)}
+    if records:
+        write_records(output_dir, task, per_sample, {"task": task, **batch.summary, **breakdowns})
+    failed = [r for r in per_sample if r["status"] == "error"]
+    if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
+        named = ", ".join(f"qid {r['qid']!r} sample {r['sample_index']}" for r in failed[:10])
+        run_status.record_incomplete(
+            task,
+            f"{len(failed)} program(s) could not be executed by the sandbox ({failed[0]['result'][:200]}): {named}"
+            f"{' ...' if len(failed) > 10 else ''}; they count as failed. Re-run `python -m lmms_tasks score` on the samples file.",
+        )
+    return scored
 
 
 def parse_success_rate_unrounded(scored: Scored) -> float:
@@ -137,3 +143,26 @@ def pass_at(scored: Scored, k: int) -> float | None:
 
 def pass_at_unrounded(scored: Scored, k: int) -> float | None:
     return pass_at_k_mean(scored.passed_by_qid, k)
+
+
+def base_qid(qid: str) -> str:
+    """The task a qid varies: "q1-2" -> "q1" (the cluster of lmms-eval's clustered standard error)."""
+    return str(qid).split("-", 1)[0]
+
+
+def task_pass_at_k(scored: Scored, k: int) -> dict[str, float] | None:
+    """Per task (qid): its unbiased pass@k x100, the unit the headline averages; None when the official
+    scorer omits pass@k (a task with fewer than k samples)."""
+    counts = {q: (len(v), sum(bool(x) for x in v)) for q, v in scored.passed_by_qid.items()}
+    if not counts or any(n < k for n, _ in counts.values()):
+        return None
+    return {q: pass_at_k(n, c, k) * 100 for q, (n, c) in counts.items()}
+
+
+def pass_at_stderr(scored: Scored, k: int) -> float | str:
+    """SD(per-task pass@k x100, ddof=1) / sqrt(n_tasks): the standard error of the unrounded pass@k (the
+    rounded number's too); "N/A" when pass@k is omitted or there is one task."""
+    from lmms_tasks.utils.services.stats import NA, clt_stderr
+
+    per_task = task_pass_at_k(scored, k)
+    return NA if per_task is None else clt_stderr(per_task.values())

@@ -770,6 +770,18 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def add_to_summary(batch: JudgeBatch, fields: Mapping[str, Any]) -> None:
+    """Add fields (e.g. a benchmark's per-category scores) to the batch's summary and rewrite
+    `<task>.summary.json` beside its records; nothing to rewrite when the records were not written."""
+    batch.summary.update(fields)
+    if batch.records_path is None:
+        return
+    try:
+        _atomic_write(batch.records_path.with_name(f"{batch.task}.summary.json"), json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
+    except OSError as exc:
+        logger.error(f"judge {batch.task}: could not update the judgement summary: {exc}")
+
+
 # -- results ----------------------------------------------------------------------------------------------
 
 
@@ -797,6 +809,7 @@ __all__ = [
     "JudgeOutcome",
     "JudgeRequest",
     "RecordedReplies",
+    "add_to_summary",
     "cache_key",
     "clear_memo",
     "get_client",

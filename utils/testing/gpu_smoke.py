@@ -156,7 +156,8 @@ def run_smoke(work: Path, limit: int, server_timeout: float) -> str:
             server.kill()
         log.close()
     text = table(runs)
-    judge = runs[0][1].results.get("results", {}).get("vlm2_bench_pc_vid", {}).get("vid_judge_info,none", "-")
+    summaries = sorted(runs[0][1].output_dir.rglob("judgements/vlm2_bench_pc_vid.summary.json"))
+    judge = json.loads(summaries[-1].read_text(encoding="utf-8")).get("judge_info", "-") if summaries else "-"
     text += f"\n\nPC-VID judge (vllm serve, same model): {judge}"
     (work / "gpu_smoke.md").write_text(text + "\n", encoding="utf-8")
     return text

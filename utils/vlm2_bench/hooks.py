@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -26,16 +28,24 @@ from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.status import inspecting
+from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
+    Pair,
     count_stats,
+    count_units,
     cpr_pair_counts,
+    cpr_pairs,
     gc_pair_counts,
+    gc_pairs,
     grp_accuracy,
+    grp_units,
     vid_stats,
     vid_type,
+    vid_type_pct,
+    vid_unit_scores,
 )
 from lmms_tasks.utils.vlm2_bench.parsers import grp_correct, parse_count, parse_judge_score, parse_tf
 
@@ -124,7 +134,6 @@ _METRICS: dict[str, tuple[str, ...]] = {
         "vid_n_aba",
         "vid_judge_unparsed",
         "vid_judge_failed",
-        "vid_judge_info",
     ),
 }
 
@@ -266,9 +275,12 @@ def judge_requests(items: Iterable[Item]) -> list[Any]:
     return requests
 
 
-def judge_vid(items: Sequence[Item], args: Any = None):
-    """Judge every PC-VID answer (one memoized batch per task) and return (VidStats, JudgeBatch)."""
-    from lmms_tasks.utils.services.judge import JudgeConfig, judge_batch
+def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = None):
+    """Judge every PC-VID answer (one memoized batch per task) and return (VidStats, JudgeBatch).
+
+    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`.
+    `output_dir` overrides the run's output path (k-samples responses are judged into their own folder)."""
+    from lmms_tasks.utils.services.judge import JudgeConfig, add_to_summary, judge_batch, judge_summary_metric
 
     items = list(items)
     task = str(items[0]["task"]) if items else "vlm2_bench_pc_vid"
@@ -278,15 +290,28 @@ def judge_vid(items: Sequence[Item], args: Any = None):
         requests=judge_requests(items),
         parse=parse_judge_score,
         config=config,
-        output_dir=getattr(args, "output_path", None),
+        output_dir=output_dir or getattr(args, "output_path", None),
         prompt_sha256=judge_prompt_sha256(),
     )
+    if "judge_info" not in batch.summary:
+        add_to_summary(batch, {"judge_info": judge_summary_metric(batch)})
     scored = []
     for outcome in batch.outcomes.values():
         if outcome.error is not None:
             continue  # transport failure after retries: dropped and counted as vid_judge_failed
         scored.append((outcome.meta.get("type") or "AB", outcome.parsed))
     return vid_stats(scored, n_failed=batch.n_failed), batch
+
+
+def judged_videos(items: Sequence[Item], args: Any = None, output_dir: str | None = None) -> list[tuple[int, str, float]]:
+    """(doc_index, type, judge score) of every video the judge scored: the PC-VID units (failed requests and
+    replies without a score are dropped, as officially)."""
+    batch = judge_vid(items, args, output_dir)[1]
+    return [
+        (int(o.meta["doc_id"]), o.meta.get("type") or "AB", float(o.parsed))
+        for o in sorted(batch.outcomes.values(), key=lambda o: int(o.meta["doc_id"]))
+        if o.error is None and o.parsed is not None
+    ]
 
 
 def vid_score(items: Sequence[Item], args: Any = None) -> float:
@@ -315,12 +340,6 @@ def agg_vid_judge_unparsed(items: Sequence[Item], args: Any = None) -> int:
 
 def agg_vid_judge_failed(items: Sequence[Item], args: Any = None) -> int:
     return judge_vid(items, args)[0].n_failed
-
-
-def agg_vid_judge_info(items: Sequence[Item], args: Any = None) -> str:
-    from lmms_tasks.utils.services.judge import judge_summary_metric
-
-    return judge_summary_metric(judge_vid(items, args)[1])
 
 
 # -- the common subtask score ----------------------------------------------------------------------------
@@ -356,6 +375,128 @@ def agg_vlm2_score(items: Sequence[Item], args: Any = None) -> float:
 
 def agg_vlm2_exact_score(items: Sequence[Item], args: Any = None) -> float:
     return exact_subtask_score(items, args)
+
+
+# -- per-unit scores: standard errors and batch scoring ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One official unit of a subtask score: a T/F pair, a counting or grouping question, a judged video."""
+
+    doc_index: int  # the document that stands for the unit in per-sample scores (a pair's first member)
+    unit_id: str  # the pair's id (GC: the raw q_id; OC/PC-Cpr: the main id), the q_id, or the video id
+    score: float  # on the subtask's 0-100 scale; PC-VID weighted so that the plain mean is (AB% + ABA%) / 2
+    fraction: float  # the unit's own result as a 0-1 fraction (PC-VID: its type's percentage / 100)
+
+
+def _pair_unit(pair: Pair) -> Unit:
+    return Unit(pair.doc_index, pair.pair_id, 100.0 * pair.correct, float(pair.correct))
+
+
+def _tf_pairs(items: Sequence[Item], exact: bool = False) -> list[Pair]:
+    subtask = _subtask_of(items)
+    if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
+        return gc_pairs(items, exact=exact)
+    return cpr_pairs(items, strip_tf_prefix=subtask == "pc_cpr")
+
+
+def units(items: Sequence[Item], args: Any = None, exact: bool = False, output_dir: str | None = None) -> list[Unit]:
+    """The units of the subtask's score (`exact`: GC pairs by the official exact match), in file order."""
+    items = list(items)
+    subtask = _subtask_of(items)
+    if subtask is None:
+        return []
+    kind = SUBTASKS[subtask][1]
+    if kind in ("tf_gc", "tf_cpr"):
+        return sorted((_pair_unit(p) for p in _tf_pairs(items, exact)), key=lambda u: u.doc_index)
+    if kind == "cnt":  # answers the official scorer excludes (unparseable, out of range, no gt) are no unit
+        return [Unit(int(i["doc_index"]), str(i.get("q_id")), score, score / 100) for i, score, _ in count_units(items) if score is not None]
+    if kind == "grp":
+        return [Unit(int(i["doc_index"]), str(i.get("q_id")), 100.0 * ok, float(ok)) for i, ok in grp_units(items)]
+    vids = {int(i["doc_index"]): str(i["vid"]) for i in items}
+    judged = judged_videos(items, args, output_dir)
+    weighted = vid_unit_scores((t, s) for _, t, s in judged)
+    return [Unit(d, vids.get(d, str(d)), w, vid_type_pct(t, s) / 100) for (d, t, s), w in zip(judged, weighted)]
+
+
+def vid_stderr(items: Sequence[Item], args: Any = None) -> float | str:
+    """Standard error of (AB% + ABA%) / 2, a mean of two independent type means: sqrt(SE_AB^2 + SE_ABA^2) / 2
+    with SE_type = SD(that type's per-video percentages, ddof=1) / sqrt(n_type) (a type without a judged
+    video contributes 0, as its official percentage is the constant 0). When a type has exactly one judged
+    video its variance cannot be estimated: the two types are then pooled, i.e. the CLT form over the
+    weighted per-video units (whose plain mean is the score)."""
+    judged = judged_videos(items, args)
+    by_type = {t: [vid_type_pct(t, s) for _, type_, s in judged if type_ == t] for t in ("AB", "ABA")}
+    if any(len(values) == 1 for values in by_type.values()):
+        return clt_stderr(vid_unit_scores((t, s) for _, t, s in judged))
+    parts = [0.0 if not values else clt_stderr(values) for values in by_type.values()]
+    if NA in parts or not judged:
+        return NA
+    return math.sqrt(sum(float(p) ** 2 for p in parts)) / 2
+
+
+def _subtask_stderr(items: Sequence[Item], args: Any = None, exact: bool = False) -> float | str:
+    subtask = _subtask_of(items)
+    if subtask is not None and SUBTASKS[subtask][1] == "vid":
+        return vid_stderr(items, args)
+    return clt_stderr(u.score for u in units(items, args, exact=exact))
+
+
+def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
+    """Where the judgements of the k-samples responses `repeat` go: `<output_path>/repeats/<repeat>/`."""
+    base = getattr(args, "output_path", None)
+    return None if repeat is None or not base else str(Path(base) / "repeats" / str(repeat))
+
+
+def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+    """The task's `process_results_batch`: each unit's score goes into the `vlm2_score` item of the document
+    that stands for it (a pair's first question, every valid counting answer, every grouping question,
+    every judged video), as `vlm2_score` (0-100, what lmms-eval's CLT stderr reads), `score` (0-1) and
+    `pair_id` (the cluster), and as the sample's `unit_score` (0-1, what --baseline reads). Documents that
+    stand for no unit (a pair's second question, an excluded answer) carry no score. Uses the same memoized
+    scoring as the aggregations (the PC-VID judge batch is not sent twice).
+
+    For the k-samples responses (`repeat` = j) each unit is scored from the j-th responses, as a 0-1
+    fraction, for lmms-eval's stability metrics (their judgements go to `<output_path>/repeats/<j>/`)."""
+    results = [dict(r) for r in results]
+    items = [r[SCORE] for r in results if SCORE in r]
+    if not items:
+        return results
+    by_doc = {u.doc_index: u for u in units(items, args, output_dir=_repeat_output_dir(args, repeat))}
+    for result in results:
+        unit = by_doc.get(int(result[SCORE]["doc_index"])) if SCORE in result else None
+        if unit is None:
+            continue
+        if repeat is None:
+            result[SCORE] = unit_item(result[SCORE], SCORE, unit.score, pair_id=unit.unit_id)
+            result[UNIT_SCORE] = unit.score / 100.0
+        else:
+            result[SCORE] = fraction_item(result[SCORE], SCORE, unit.fraction, pair_id=unit.unit_id)
+    return results
+
+
+def _mean_of_units(values: Callable[[Sequence[Item], Any], Iterable[float]]) -> Callable[..., float | str]:
+    def stderr(items: Sequence[Item], args: Any = None) -> float | str:
+        return clt_stderr(values(list(items), args))
+
+    return stderr
+
+
+agg_vlm2_score.stderr = _subtask_stderr  # type: ignore[attr-defined]
+agg_vlm2_exact_score.stderr = lambda items, args=None: _subtask_stderr(items, args, exact=True)  # type: ignore[attr-defined]
+agg_tf_pair_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.correct for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_tf_pos_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.pos_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_tf_neg_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.neg_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_gc_exact_pair_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.correct for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_gc_exact_pos_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.pos_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_gc_exact_neg_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.neg_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_cnt_norm_score.stderr = _mean_of_units(lambda items, args: (s for _, s, _ in count_units(items) if s is not None))  # type: ignore[attr-defined]
+agg_cnt_strict_score.stderr = _mean_of_units(lambda items, args: (s or 0.0 for _, s, _ in count_units(items)))  # type: ignore[attr-defined]
+agg_cnt_acc.stderr = _mean_of_units(lambda items, args: (100.0 * ok for _, _, ok in count_units(items)))  # type: ignore[attr-defined]
+agg_grp_acc.stderr = _mean_of_units(lambda items, args: (100.0 * ok for _, ok in grp_units(items)))  # type: ignore[attr-defined]
+agg_vid_ab_pct.stderr = _mean_of_units(lambda items, args: (vid_type_pct(t, s) for _, t, s in judged_videos(items, args) if t == "AB"))  # type: ignore[attr-defined]
+agg_vid_aba_pct.stderr = _mean_of_units(lambda items, args: (vid_type_pct(t, s) for _, t, s in judged_videos(items, args) if t == "ABA"))  # type: ignore[attr-defined]
 
 
 # -- groups (lmms-eval passes the subtasks' values, sizes, weight_by_size and the subtask of each value) ----

@@ -63,24 +63,47 @@ def cpr_pair_key(q_id: Any, strip_tf_prefix: bool) -> tuple[str, str] | None:
     return (main_id, suffix) if suffix in ("p", "n") else None
 
 
-def cpr_pair_counts(items: Iterable[Item], strip_tf_prefix: bool) -> PairCounts:
-    """OC-Cpr / PC-Cpr: pairs by main id; a later duplicate overwrites; incomplete pairs leave N."""
-    pairs: dict[str, dict[str, Item]] = {}
+@dataclass(frozen=True)
+class Pair:
+    """One T/F unit of the official scorer: its id, its members (file order), and whether its positive
+    (gt "T") and negative (gt "F") members are answered correctly. `doc_index` is the first member's: the
+    document that stands for the pair in per-sample scores."""
+
+    pair_id: str
+    members: tuple[Item, ...]
+    pos_ok: bool
+    neg_ok: bool
+
+    @property
+    def correct(self) -> bool:
+        return self.pos_ok and self.neg_ok
+
+    @property
+    def doc_index(self) -> int:
+        return min(int(m["doc_index"]) for m in self.members)
+
+
+def cpr_pairs(items: Iterable[Item], strip_tf_prefix: bool) -> list[Pair]:
+    """OC-Cpr / PC-Cpr pairs by main id; a later duplicate overwrites; incomplete pairs are left out."""
+    found: dict[str, dict[str, Item]] = {}
     for item in _in_file_order(items):
         key = cpr_pair_key(item.get("q_id"), strip_tf_prefix)
         if key is not None:
-            pairs.setdefault(key[0], {})[key[1]] = item
-    correct_p = correct_n = correct_pairs = n = 0
-    for members in pairs.values():
-        if "p" not in members or "n" not in members:
-            continue
-        n += 1
-        ok_p = _tf_item_correct(members["p"])
-        ok_n = _tf_item_correct(members["n"])
-        correct_p += ok_p
-        correct_n += ok_n
-        correct_pairs += ok_p and ok_n
-    return PairCounts(correct_p, correct_n, correct_pairs, n)
+            found.setdefault(key[0], {})[key[1]] = item
+    return [
+        Pair(main_id, (members["p"], members["n"]), _tf_item_correct(members["p"]), _tf_item_correct(members["n"]))
+        for main_id, members in found.items()
+        if "p" in members and "n" in members
+    ]
+
+
+def _counts(pairs: list[Pair]) -> PairCounts:
+    return PairCounts(sum(p.pos_ok for p in pairs), sum(p.neg_ok for p in pairs), sum(p.correct for p in pairs), len(pairs))
+
+
+def cpr_pair_counts(items: Iterable[Item], strip_tf_prefix: bool) -> PairCounts:
+    """OC-Cpr / PC-Cpr: pairs by main id; a later duplicate overwrites; incomplete pairs leave N."""
+    return _counts(cpr_pairs(items, strip_tf_prefix))
 
 
 def _tf_item_correct(item: Item) -> bool:
@@ -88,8 +111,8 @@ def _tf_item_correct(item: Item) -> bool:
     return bool(parsed) and parsed == str(item.get("gt") or "").strip().upper()
 
 
-def gc_pair_counts(items: Iterable[Item], exact: bool = False) -> PairCounts:
-    """GC-Mat / GC-Trk: group by raw q_id (singletons count in N and can never be pair-correct).
+def gc_pairs(items: Iterable[Item], exact: bool = False) -> list[Pair]:
+    """GC-Mat / GC-Trk units: items grouped by raw q_id (a singleton is a unit that can never be correct).
 
     "Positive" is the gt-"T" member, "negative" the gt-"F" member. `exact=True` is the official scorer
     (the answer must be exactly "T"/"F"); the default parses the answer with the official T/F parser
@@ -99,8 +122,8 @@ def gc_pair_counts(items: Iterable[Item], exact: bool = False) -> PairCounts:
     groups: dict[str, list[Item]] = {}
     for item in _in_file_order(items):
         groups.setdefault(str(item.get("q_id")), []).append(item)
-    correct_p = correct_n = correct_pairs = 0
-    for members in groups.values():
+    pairs = []
+    for q_id, members in groups.items():
         p_ok = n_ok = False
         for item in members:
             gt = item.get("gt")
@@ -110,10 +133,13 @@ def gc_pair_counts(items: Iterable[Item], exact: bool = False) -> PairCounts:
                 p_ok = True
             elif gt == "F" and answer == gt:
                 n_ok = True
-        correct_p += p_ok
-        correct_n += n_ok
-        correct_pairs += p_ok and n_ok
-    return PairCounts(correct_p, correct_n, correct_pairs, len(groups))
+        pairs.append(Pair(q_id, tuple(members), p_ok, n_ok))
+    return pairs
+
+
+def gc_pair_counts(items: Iterable[Item], exact: bool = False) -> PairCounts:
+    """GC-Mat / GC-Trk counts over `gc_pairs` (N includes singletons)."""
+    return _counts(gc_pairs(items, exact))
 
 
 def count_item_score(parsed: int | None, gt: int, image_len: int) -> float | None:
@@ -174,6 +200,25 @@ def count_stats(items: Iterable[Item]) -> CountStats:
     )
 
 
+def count_units(items: Iterable[Item]) -> list[tuple[Item, float | None, bool]]:
+    """Per counting item (file order): (item, its normalized score or None when the official scorer
+    excludes it (no gt, unparseable, outside [1, L]), whether the parsed count equals gt)."""
+    out = []
+    for item in _in_file_order(items):
+        if item.get("gt") is None:
+            out.append((item, None, False))
+            continue
+        parsed = parse_count(str(item.get("response") or "").strip())
+        score = count_item_score(parsed, int(item["gt"]), int(item["image_len"]))
+        out.append((item, score, score is not None and parsed == int(item["gt"])))
+    return out
+
+
+def grp_units(items: Iterable[Item]) -> list[tuple[Item, bool]]:
+    """Per grouping item (file order): (item, whether it is answered correctly)."""
+    return [(item, grp_correct(str(item.get("response") or "").strip(), str(item.get("gt") or ""))) for item in _in_file_order(items)]
+
+
 def grp_accuracy(items: Iterable[Item]) -> tuple[float, int]:
     """OC-Grp / PC-Grp accuracy over all items (multi-choice and unparseable answers are wrong)."""
     items = list(items)
@@ -212,3 +257,17 @@ def vid_stats(scored: Iterable[tuple[str, int | None]], n_failed: int = 0) -> Vi
     ab_pct = (sum(ab) / len(ab) if ab else 0) / 1 * 100
     aba_pct = (sum(aba) / len(aba) if aba else 0) / 2 * 100
     return VidStats((ab_pct + aba_pct) / 2, ab_pct, aba_pct, len(ab), len(aba), unparsed, n_failed)
+
+
+def vid_type_pct(type_: str, score: float) -> float:
+    """One judged video on its type's 0-100 scale: AB judge scores are 0-1 (x100), ABA 0-2 (x50)."""
+    return score * (50.0 if type_ == "ABA" else 100.0)
+
+
+def vid_unit_scores(judged: Iterable[tuple[str, float]]) -> list[float]:
+    """Per judged video (type, parsed judge score), the unit score whose plain mean is the official
+    (AB% + ABA%) / 2: its type's percentage weighted by n / (2 n_type), n the judged videos."""
+    judged = list(judged)
+    n = len(judged)
+    per_type = {t: sum(1 for type_, _ in judged if type_ == t) for t in ("AB", "ABA")}
+    return [vid_type_pct(t, s) * n / (2 * per_type[t]) for t, s in judged]
