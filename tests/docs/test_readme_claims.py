@@ -314,18 +314,28 @@ def test_environment_variables_documented_both_ways() -> None:
 # -- paths ------------------------------------------------------------------------------------------------
 
 
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
 def test_every_repository_path_in_the_readmes_exists() -> None:
-    """Code spans that are paths into the checkout (`utils/...`, `tests/...`) and relative links."""
+    """Code spans that are paths into the checkout (`utils/...`, `tests/...`) and relative links, in the
+    READMEs and in docs/: a clone holds nothing outside the repository, so nothing may point there."""
+    assert DOCS, "docs/*.md"
     problems = []
-    for readme in READMES:
+    for readme in [*READMES, *DOCS]:
         markdown = text(readme)
-        for token in backticked(markdown):
+        for outside in re.findall(r"\.\./shared\S*|\.\./\.\./\S*", markdown):
+            problems.append(f"{readme.relative_to(REPO)}: points outside the repository: {outside}")
+        for token in backticked(markdown) if readme in READMES else ():  # docs/UPSTREAM.md names lmms-eval's paths too
             token = token.strip()
             if "/" in token and token.split("/")[0] in REPO_ROOTS and not re.search(r"[<>$ ]", token):
                 if not list(REPO.glob(token.rstrip("/"))):
                     problems.append(f"{readme.relative_to(REPO)}: `{token}`")
         for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", markdown):
-            if "://" not in link and not (readme.parent / link).exists():
+            if "://" in link:
+                continue
+            target = (readme.parent / link).resolve()
+            if not target.exists() or REPO.resolve() not in target.parents:
                 problems.append(f"{readme.relative_to(REPO)}: link {link}")
     assert problems == []
 
@@ -360,3 +370,45 @@ def test_media_stats_substitutions_run_without_the_code_execution_opt_in(tmp_pat
     assert media_stats_main(["vlm2_bench_oc_cpr,haerae_vision_original", "--json"]) == 0  # lmms-eval's comma style
     listed = capsys.readouterr().out
     assert '"task": "vlm2_bench_oc_cpr"' in listed and '"task": "haerae_vision_original"' in listed
+
+
+def media_stats_commands() -> list[str]:
+    """Each README command that takes `limit_mm_per_prompt` from `media-stats`: from the line that runs
+    media-stats to the end of the launch command after it (continuation lines joined)."""
+    found = []
+    for readme in READMES:
+        for block in code_blocks(text(readme)):
+            if "limit_mm_per_prompt" not in block:
+                continue
+            lines = block.replace("\\\n", " ").splitlines()
+            for i, line in enumerate(lines):
+                if "lmms_tasks media-stats" in line and "limit_mm_per_prompt" not in line:
+                    found.append("\n".join(lines[i : i + 2]))
+                elif "lmms_tasks media-stats" in line:  # inline in the command itself
+                    found.append(line)
+    return found
+
+
+def run_block(block: str, media_stats: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The block under bash, with `python` answering as `media_stats` (a shell snippet) and the launchers
+    replaced by stand-ins that print the arguments they were given."""
+    stubs = 'python() { ' + media_stats + '; }\nlmms-eval() { echo "RAN $*"; }\naccelerate() { echo "RAN $*"; }\n'
+    script = tmp_path / "block.sh"
+    script.write_text(stubs + block, encoding="utf-8")
+    return subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_failed_media_stats_stops_the_readme_commands(tmp_path: Path) -> None:
+    """`limit_mm_per_prompt={"image":}` must never reach vLLM: each README command that takes the value from
+    `media-stats` stops with a message when media-stats fails or prints nothing, and passes the number on
+    when it succeeds."""
+    blocks = media_stats_commands()
+    assert len(blocks) >= 6
+    for block in blocks:
+        failed = run_block(block, 'echo "media-stats: no data" >&2; return 1', tmp_path)
+        assert "RAN" not in failed.stdout and failed.returncode != 0, (block, failed.stdout, failed.stderr)
+        assert "media-stats failed" in failed.stderr, failed.stderr
+        silent = run_block(block, "return 0", tmp_path)
+        assert "RAN" not in silent.stdout and silent.returncode != 0, (block, silent.stdout)
+        worked = run_block(block, "echo 7", tmp_path)
+        assert worked.returncode == 0 and 'limit_mm_per_prompt={"image":7}' in worked.stdout, (block, worked.stdout, worked.stderr)

@@ -294,6 +294,7 @@ def _pass_stderr(k: int) -> Any:
 
 agg_pass_at_1.stderr = agg_pass_at_1_unrounded.stderr = _pass_stderr(1)  # type: ignore[attr-defined]
 agg_pass_at_3.stderr = agg_pass_at_3_unrounded.stderr = _pass_stderr(3)  # type: ignore[attr-defined]
+agg_pass_at_10.stderr = agg_pass_at_10_unrounded.stderr = _pass_stderr(10)  # type: ignore[attr-defined]  (v1)
 # every task has the same number of samples, so the mean of the per-task shares is the overall share
 agg_description_rate.stderr = lambda items, args=None: clt_stderr(_description_shares(list(items)))  # type: ignore[attr-defined]
 
