@@ -57,7 +57,7 @@ def _check_vllm_args(args: dict[str, str], where: str) -> None:
         if key not in named:
             assert key not in passed_to_llm, f"{where}: the backend already passes {key!r} to vllm.LLM"
     assert args.get("max_new_tokens") == "1", f"{where}: without max_new_tokens=1 the backend's 4096 floor lifts every task's limit"
-    limit = json.loads(re.sub(r"\$\w+|\$\(.*?\)", "4", args["limit_mm_per_prompt"]))
+    limit = json.loads(re.sub(r"\$\w+|\$\{\w+(?::\?[^}]*)?\}|\$\(.*?\)", "4", args["limit_mm_per_prompt"]))
     assert set(limit) == {"image"} and isinstance(limit["image"], int), where
 
 
@@ -119,3 +119,15 @@ def test_gpu_smoke_table_lists_every_task_and_group_with_its_first_metric(tmp_pa
     lines = table([("vllm stage 1", run, 12.3)]).splitlines()
     assert lines[2] == "| vllm stage 1 | vlm2_bench_gc_mat | 2 | vlm2_score,none | 12.5 | 12 s |"
     assert lines[3] == "| vllm stage 1 | vlm2_bench |  | vlm2_score,none | 50 | 12 s |"
+
+
+def test_readme_hf_cpu_variant_is_the_hf_args_plus_the_cpu_devices() -> None:
+    """A CPU machine's first mistake (no `device_map=cpu`) ends with exit status 4: the README carries a CPU
+    variant of the HF commands, with exactly the HF commands' args plus the two device args, on every benchmark."""
+    (gpu_args,) = {c.model_args for c in readme_commands(README, mark=HF_MARK)}
+    cpu = [c for c in readme_commands(README, model="qwen2_5_vl") if "device_map=cpu" in c.model_args]
+    assert cpu
+    for command in cpu:
+        assert parse_model_args(command.model_args) == {**parse_model_args(gpu_args), "device": "cpu", "device_map": "cpu"}
+        assert {t for t in command.tasks} == set(BENCHMARKS)
+        assert command.env.get("HUMANEVAL_V_ALLOW_CODE_EXECUTION") == "1"

@@ -73,7 +73,9 @@ def test_killed_run_resumes_with_only_the_missing_requests(tmp_path: Path) -> No
         assert 1 <= len(done) < N and done <= set(first_run)
         assert not list(cache_dir.glob("??/*.tmp"))  # killed mid-write or not, no partial entry is left behind
 
-        server.requests.clear()
+    # The resumed run talks to a fresh server (the cache key never includes the endpoint): a request the killed
+    # process had already sent can still reach the first server after the kill, and must not be counted here.
+    with StandInServer(default_reply="ok", latency=0.2) as server:
         config = JudgeConfig(model="stand-in-judge", base_url=server.base_url, api_key="EMPTY", concurrency=4, cache_dir=str(cache_dir), progress=False)
         requests = [JudgeRequest(key=str(i), messages=[{"role": "user", "content": f"resume item {i}"}]) for i in range(N)]
         judge.clear_memo()
