@@ -115,9 +115,21 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"judge: the run's (model={STAND_IN_JUDGE}, base_url={summary['base_url']}" in proc.stderr
     report = json.loads((tmp_path / "scored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
-    assert report["results"]["judge_info,none"].startswith(f"judge={STAND_IN_JUDGE}@{summary['endpoint_host']} ")
-    assert " cached=5 " in report["results"]["judge_info,none"]
+    rescored = json.loads((tmp_path / "scored" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    assert rescored["judge_info"].startswith(f"judge={STAND_IN_JUDGE}@{summary['endpoint_host']} ")
+    assert " cached=5 " in rescored["judge_info"]
     assert report["results"]["haerae_vision_score,none"] == pytest.approx(run.metric("haerae_vision_original", "haerae_vision_score"))
+
+    # another model run later into the same output path rewrites judgements/<task>.summary.json: not reused
+    from lmms_tasks.utils.commands.score import run_judge
+
+    assert run_judge(samples, "haerae_vision_original")[0]["model"] == STAND_IN_JUDGE
+    later = json.loads(run.results_path.read_text(encoding="utf-8"))
+    later["date"] = "29990101_000000"
+    (tmp_path / "later-model").mkdir()
+    (tmp_path / "later-model" / "29990101_000000_results.json").write_text(json.dumps(later), encoding="utf-8")
+    assert run_judge(samples, "haerae_vision_original") is None
+    shutil.rmtree(tmp_path / "later-model")
 
     for key, value in _clean_env(work).items():
         monkeypatch.setenv(key, value)

@@ -234,6 +234,34 @@ def _judge_info_of(samples_path: Path, task: str) -> tuple[str, str] | None:
     return None
 
 
+def _results_date(path: Path) -> str:
+    """lmms-eval's `date` of a results file (a `YYYYMMDD_HHMMSS` string), else its file name's timestamp."""
+    try:
+        date = json.loads(path.read_text(encoding="utf-8")).get("date")
+    except (OSError, ValueError, AttributeError):
+        date = None
+    return str(date or path.name[: -len("_results.json")])
+
+
+def _overwritten_by_a_later_run(samples_path: Path, output_path: Path, task: str) -> Path | None:
+    """A results file of a later lmms-eval run in the same output path that also evaluated `task` (its
+    `judgements/<task>.summary.json` is then that run's, not this one's), or None."""
+    mine = results_file_of(samples_path)
+    if mine is None:
+        return None
+    my_date = _results_date(mine)
+    for other in sorted({*output_path.glob("*_results.json"), *output_path.glob("*/*_results.json")}):
+        if other.resolve() == mine.resolve():
+            continue
+        try:
+            tasks = json.loads(other.read_text(encoding="utf-8")).get("results") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if task in tasks and (_results_date(other), str(other)) > (my_date, str(mine)):
+            return other
+    return None
+
+
 def _run_tasks(samples_path: Path) -> set[str]:
     results = results_file_of(samples_path)
     try:
@@ -265,6 +293,9 @@ def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | Non
             if not _belongs_to_other(path.name[: -len(".summary.json")], task, others)
         ]
     info = _judge_info_of(samples_path, task)
+    later = _overwritten_by_a_later_run(samples_path, output_path, task) if output_path is not None else None
+    if later is not None:
+        summaries = []  # the later run's judge, not this one's
     for path in summaries:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -279,6 +310,8 @@ def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | Non
             return settings, str(path)
     if info is not None:
         return {"model": info[0]}, f"the judge_info of {results_file_of(samples_path)} (endpoint and cache not recorded)"
+    if later is not None:
+        logger.warning(f"{task}: the judge summary in {output_path / 'judgements'} belongs to a later run ({later.name}); not reusing it (pass --judge-model / --judge-base-url / --judge-cache-dir)")
     return None
 
 
