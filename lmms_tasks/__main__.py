@@ -26,6 +26,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    if "--from-official" in args.rest:  # the official pipelines' files (utils/commands/official); never exported upstream
+        from lmms_tasks.utils.commands.official.cli import score_main
+
+        return score_main([a for a in args.rest if a != "--from-official"])
     from lmms_tasks.utils.commands.score import main as rescore_main
 
     return rescore_main(args.rest)

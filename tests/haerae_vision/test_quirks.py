@@ -38,7 +38,7 @@ def test_k3_list_checklist_is_numpy_str() -> None:
 def test_k4_unparseable_is_none_and_counts_zero(reply: str) -> None:
     assert parse_score(reply) is None
     scored = metrics.ScoredTask("haerae_vision_original", "original", {"1": None, "2": 1.0}, {"1": "과학", "2": "과학"}, "")
-    assert scored.mean() == 0.5 and scored.failures == 1 and scored.category_means() == {"과학": 0.5}
+    assert scored.mean() == 0.5 and scored.unparsed == 1 and scored.failures == 0 and scored.category_means() == {"과학": 0.5}
 
 
 def test_k5_not_clipped() -> None:

@@ -97,8 +97,9 @@ def test_main_py_csv_is_judged_as_the_official_score_py_judges_it(data: Path, tm
     report = json.loads((tmp_path / "scored" / "litellm_m-original_1.haerae_vision_original.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == "haerae_vision_original" and report["official_setting"] == "original"
     assert report["results"]["haerae_vision_score,none"] == pytest.approx(MEAN)
-    assert report["results"]["judge_failures,none"] == 1
-    assert report["results"]["category_scores,none"] == pytest.approx(CATEGORIES)
+    assert report["results"]["judge_failures,none"] == 0 and report["results"]["judge_unparsed,none"] == 1  # 104: no tag, counts 0
+    summary = json.loads((tmp_path / "scored" / "litellm_m-original_1.haerae_vision_original" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    assert summary["category_scores"] == pytest.approx(CATEGORIES)  # the breakdown left the table for the summary
 
 
 @pytest.mark.e2e
@@ -123,8 +124,12 @@ def test_score_py_csv_is_aggregated_without_any_judge_request(data: Path, tmp_pa
     for path in reports:
         report = json.loads(path.read_text(encoding="utf-8"))
         assert report["results"]["haerae_vision_score,none"] == pytest.approx((1.0 + 0.5 + 0 + 0 + 0.75) / 5)
-        assert report["results"]["judge_failures,none"] == 2
-        assert report["results"]["judge_info,none"].startswith("judge=recorded@m-explicit_1.csv(score.py) ")
+        # 103 (no reply) and 104 (two tags) have no score in score.py's CSV: both count 0, as officially
+        assert report["results"]["judge_failures,none"] == 0 and report["results"]["judge_unparsed,none"] == 2
+    summaries = sorted((tmp_path / "scored").glob("*/judgements/haerae_vision_explicit.summary.json"))
+    assert len(summaries) == 2  # one per file
+    for summary in summaries:
+        assert json.loads(summary.read_text(encoding="utf-8"))["judge_info"].startswith("judge=recorded@m-explicit_1.csv(score.py) ")
 
 
 def _rows(path: Path):

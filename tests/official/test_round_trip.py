@@ -90,8 +90,9 @@ def test_round_trip_gives_the_runs_own_numbers(exported, monkeypatch: pytest.Mon
                 continue  # provenance (cache hits, endpoint) / the V2T2C-4o file carries these
             if report.get("official_setting") == "V2T2C-4o" and not name.startswith("pass@"):
                 continue  # a run reports only the strong coder's pass@k
-            if std:
-                name = "vlm2_score" if name == "vlm2_exact_score" else name.replace("gc_exact_", "tf_")
+            if std:  # the exact-match metrics of standardized answers are the run's parsed ones (standard errors too)
+                base, suffix = (name[: -len("_stderr")], "_stderr") if name.endswith("_stderr") else (name, "")
+                name = ("vlm2_score" if base == "vlm2_exact_score" else base.replace("gc_exact_", "tf_")) + suffix
             want = expected[name]
             assert value == (pytest.approx(want) if isinstance(want, float) else want), (path.name, key)
             compared += 1

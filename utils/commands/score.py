@@ -451,10 +451,6 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if "--from-official" in argv:
-        from lmms_tasks.utils.commands.official.cli import score_main
-
-        return score_main([a for a in argv if a != "--from-official"])
     parser = argparse.ArgumentParser(prog="python -m lmms_tasks score", description=__doc__.splitlines()[0], epilog=EPILOG)
     parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
     parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")

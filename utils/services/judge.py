@@ -141,7 +141,7 @@ class JudgeConfig:
             values["base_url"] = env.get("AZURE_OPENAI_ENDPOINT")
         if not values.get("api_key"):
             fallback = "AZURE_OPENAI_API_KEY" if _is_azure(values) else "OPENAI_API_KEY"
-            values["api_key"] = env.get(fallback)
+            values["api_key"] = env.get("AZURE_OPENAI_API_KEY") if _is_azure(values) else env.get("OPENAI_API_KEY")
             key_source = f"{fallback} (no {ENV_PREFIX}API_KEY set)" if values["api_key"] else ""
         if not values.get("api_key") and values.get("base_url") and not _is_azure(values):
             host = urlparse(values["base_url"]).hostname or ""
