@@ -26,6 +26,7 @@ def _data_env(work: Path) -> dict[str, str]:
     return {
         "VLM2_BENCH_DATA": str(work / "data" / "vlm2_bench"),
         "HUMANEVAL_V_DATA": str(work / "data" / "humaneval_v"),
+        "HUMANEVAL_V1_DATA": str(work / "data" / "humaneval_v" / "v1"),
         "HAERAE_VISION_DATA": str(work / "data" / "haerae_vision"),
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
@@ -73,10 +74,10 @@ def test_round_trip_gives_the_runs_own_numbers(exported, monkeypatch: pytest.Mon
     monkeypatch.setenv("LMMS_TASKS_JUDGE_MAX_RETRIES", "0")
     scored = out.parent / "scored"
     judge = ["--judge-model", "stand-in-judge", "--judge-base-url", DEAD_JUDGE, "--judge-cache-dir", str(work / "judge_cache")]
-    for bench in ("vlm2_bench", "humaneval_v", "haerae_vision"):
+    for bench, folder in (("vlm2_bench", "vlm2_bench"), ("humaneval_v", "humaneval_v"), ("humaneval_v", "humaneval_v1"), ("haerae_vision", "haerae_vision")):
         clear_memo()
         clear_executions()
-        assert cli.score_main([bench, str(out / bench), "--output-dir", str(scored / bench), *judge]) == 0, capsys.readouterr().err[-3000:]
+        assert cli.score_main([bench, str(out / folder), "--output-dir", str(scored / folder), *judge]) == 0, capsys.readouterr().err[-3000:]
     covered: dict[str, set[str]] = {model: set() for model in DEMO_MODELS}
     compared = 0
     for path in sorted(scored.rglob("*.rescored.json")):
@@ -119,6 +120,9 @@ def test_exported_files_are_in_the_official_layout_and_encoding(exported) -> Non
     names = {p.name for p in (out / "humaneval_v").iterdir()}
     for exp in ("V2C", "V2C-CoT", "GT-T2C", "V2T2C_T2C", "V2T2C-4o_T2C", "V2T"):
         assert {f"{m}_{exp}_sample_{n}.json" for m in DEMO_MODELS for n in (1, 6)} <= names, exp
+    assert {p.name for p in (out / "humaneval_v1").iterdir()} == {f"{m}_sample_{n}.json" for m in DEMO_MODELS for n in (1, 20)}
+    v1_entries = json.loads((out / "humaneval_v1" / f"{first}_sample_20.json").read_text(encoding="utf-8"))
+    assert all(list(e) == ["qid", "predictions"] and len(e["predictions"]) == 20 for e in v1_entries)  # v1's inference.py
     v2c = out / "humaneval_v" / f"{second}_V2C_sample_6.json"
     entries = json.loads(v2c.read_text(encoding="utf-8"))
     assert v2c.read_text(encoding="utf-8") == json.dumps(entries, indent=4)  # the official dump_json

@@ -130,7 +130,8 @@ EXPORT_EPILOG = (
     "`cd <out>/vlm2_bench && python <VLM2-Bench>/code/oc/eval/eval_cpr/eval_comp_tf_pair_batch_3acc.py "
     "--input_folder code/oc/test/test_res/test_cpr`), <out>/humaneval_v/ (one prediction file per setting: "
     "`python evaluate.py --model_name M --exp_type V2C --sample_num 1 --exp_base_dir <out>/humaneval_v` from "
-    "the HumanEval-V repository) and <out>/haerae_vision/{outputs,scores}/ (main.py and score.py CSVs). "
+    "the HumanEval-V repository), <out>/humaneval_v1/ (v1 runs: `python evaluate.py --prediction_file "
+    "<out>/humaneval_v1/<model>_sample_<n>.json` from the v1 repository) and <out>/haerae_vision/{outputs,scores}/ (main.py and score.py CSVs). "
     "The data come from the same source as the run's (the benchmarks' environment variables). Exit status 0, "
     "or 2 with one line naming the file and record at fault and nothing written."
 )
@@ -187,6 +188,7 @@ def export(run_dirs: list[Path], out: Path) -> tuple[dict[str, list[Written]], l
     with staged(out) as stage:
         written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench")
         written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v")
+        written["humaneval_v1"] = humaneval_v.export_v1(tasks, stage / "humaneval_v1")
         written["haerae_vision"], haerae_notes = haerae_vision.export(tasks, stage / "haerae_vision")
         notes += haerae_notes
         if not any(written.values()):

@@ -11,7 +11,9 @@ asserts it) unless `--allow-partial`.
 
 Out: one prediction file per setting and sample count, named as the official scripts name them, in one
 `exp_base_dir` (`<out>/humaneval_v/`): `python evaluate.py --model_name M --exp_type E --sample_num N
---exp_base_dir <out>/humaneval_v` scores each (from the official repository root).
+--exp_base_dir <out>/humaneval_v` scores each (from the official repository root). v1 runs: one
+`<model>_sample_<n>.json` per task in `<out>/humaneval_v1/` (`{"qid", "predictions"}` entries, as v1's
+`inference.py` writes them), scored by v1's `python evaluate.py --prediction_file <file>`.
 """
 
 from __future__ import annotations
@@ -357,4 +359,28 @@ def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
                         prompt = build_prompt("t2c", rows[entry["qid"]]["function_signature"], description)
                         coder.append({"qid": entry["qid"], "prompt": prompt, "predictions": [replies.get(f"{entry['qid']}#{index}", "")]})
                 write(run_task, "V2T2C-4o", n, coder)
+    return written
+
+
+def export_v1(run_tasks: list[RunTask], out: Path) -> list[Written]:
+    """One v1 prediction file per v1 task of the runs, in `out`: the replies as the run received them (v1
+    scores them so), in the data's order (doc_id)."""
+    from lmms_tasks.utils.commands.score import read_samples
+    from lmms_tasks.utils.humaneval_v import v1
+
+    written: list[Written] = []
+    for run_task in (t for t in run_tasks if v1.is_v1_task(t.task)):
+        entries = []
+        for line in sorted(read_samples(run_task.samples_path), key=lambda line: int(line.get("doc_id", 0))):
+            item = next((v for v in line.values() if isinstance(v, dict) and "qid" in v), None)
+            if item is None or "predictions" not in item:
+                raise OfficialFormatError(f"{run_task.samples_path}: doc_id {line.get('doc_id')}: no HumanEval-V v1 item (qid, predictions)")
+            entries.append({"qid": str(item["qid"]), "predictions": list(item["predictions"])})
+        if not entries:
+            continue
+        name = f"{safe_name(run_task.model, keep='.-')}_sample_{len(entries[0]['predictions'])}.json"
+        if (out / name).exists():
+            raise OfficialFormatError(f"{out / name}: two runs of {run_task.model} both have this sample count; export them separately")
+        _dump(out / name, entries)
+        written.append(Written(name, f"python evaluate.py --prediction_file <out>/humaneval_v1/{name}"))
     return written
