@@ -22,8 +22,8 @@ from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
-from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, unit_item
+from lmms_tasks.utils.services.status import inspecting
 
 Item = Mapping[str, Any]
 

@@ -27,8 +27,8 @@ import datasets
 from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
-from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
+from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import load_docs
