@@ -24,9 +24,10 @@ def test_the_series_files_are_complete_and_git_am_ready() -> None:
     for version in series.VERSIONS:
         files = series.patch_files(version)
         assert [f.stem for f in files] == list(series.FEATURES)
+        assert len(files) == 8  # 0001-0005: strip, groups, exit status, custom_dataset, stderr; 0006-0008: batch scoring, k-samples, baselines
         for number, patch in enumerate(files, start=1):
             head = patch.read_text(encoding="utf-8").splitlines()[:6]
-            assert head[0].startswith("From ") and head[1].startswith("From: ") and any(f"[PATCH {number}/5]" in line for line in head), (patch, head)
+            assert head[0].startswith("From ") and head[1].startswith("From: ") and any(f"[PATCH {number}/{len(files)}]" in line for line in head), (patch, head)
 
 
 def test_a_stock_checkout_gets_the_released_version(tmp_path: Path) -> None:

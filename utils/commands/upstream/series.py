@@ -33,6 +33,9 @@ FEATURES: dict[str, tuple[str, str]] = {
     "0003-cli-exit-status": ("lmms_eval/api/run_status.py", r"def report_incomplete"),
     "0004-task-custom-dataset": ("lmms_eval/api/task.py", r"^\s+custom_dataset\s*:"),
     "0005-metrics-aggregation-stderr": ("lmms_eval/api/metrics.py", r"getattr\(metric, \"stderr\""),
+    "0006-task-batch-scoring": ("lmms_eval/api/task.py", r"^\s+process_results_batch\s*:"),
+    "0007-evaluator-k-samples-stability": ("lmms_eval/evaluator.py", r"score each response on its own|each is scored on its own"),
+    "0008-baselines-per-task-samples": ("lmms_eval/baselines/loader.py", r"^def resolve_local_baseline"),
 }
 
 
