@@ -68,7 +68,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     assert applied.returncode == 0, applied.stderr
     shutil.rmtree(root / "lmms_tasks_patches")
     log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
-    assert len(log) == 1 + len(FEATURES) and all(line.startswith("feat(") for line in log[:-1])
+    assert len(log) == 1 + len(FEATURES) and all(line.startswith(("feat(", "fix(")) for line in log[:-1])
     return Site(root, poison, sorted(f for f in result.plan.files if not f.startswith("lmms_tasks_patches/")), tree)
 
 
