@@ -130,9 +130,8 @@ print(data)
 assert 'sk-evaluator-' in data or 'sk-grandparent-' in data, 'no secret found'
 """
 
-EVALUATOR = r"""
-import json, os, subprocess, sys
-from lmms_tasks.utils.services.sandbox import Limits, run_program
+# The module by its own name, so the script also runs where the tests are exported (lmms-eval's tree).
+EVALUATOR = f"import json, os, subprocess, sys\nfrom {sandbox.__name__} import Limits, run_program\n" + r"""
 attack = sys.argv[1].replace('EVALUATOR_PID', str(os.getpid())).replace('GRANDPARENT_PID', str(os.getppid()))
 control = subprocess.run([sys.executable, '-c', attack], capture_output=True, text=True, timeout=60)
 result = run_program(attack, Limits(**json.loads(sys.argv[2])), marker=sys.argv[3], tmp_root=sys.argv[4])
@@ -735,9 +734,8 @@ def test_concurrent_sandboxes_do_not_see_each_other() -> None:
     assert [r.passed for r in results] == [True, True], results
 
 
-REFUSED_EVALUATOR = r"""
-import json, sys
-from lmms_tasks.utils.services.sandbox import Limits, run_program
+# The module by its own name, so the script also runs where the tests are exported (lmms-eval's tree).
+REFUSED_EVALUATOR = f"import json, sys\nfrom {sandbox.__name__} import Limits, run_program\n" + r"""
 sources = ['assert 1 + 1 == 2\n', 'assert 1 + 1 == 3, "wrong"\n', 'import os\nos._exit(0)\n']
 results = [run_program(s, Limits(timeout=2.0), marker=sys.argv[1], tmp_root=sys.argv[2]).to_json() for s in sources]
 print(json.dumps(results))

@@ -69,7 +69,10 @@ def test_hostile_suite_passes_with_an_unprivileged_evaluator(tmp_path: Path) -> 
         assert shutil.which(tool), f"{tool} (util-linux) is needed to demote the evaluator"
     import site
 
-    needed = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), str(REPO), *site.getsitepackages()]
+    # PYTHONPATH too, where the tests run from a checkout that shadows the installed packages (lmms-eval's tree
+    # after export-upstream): the demoted evaluator must import the same code.
+    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    needed = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), str(REPO), *site.getsitepackages(), *python_path]
     needed += [os.path.realpath(p) for p in needed]
     scratch = Path(tempfile.mkdtemp(prefix="hostile_unprivileged_"))  # reachable and owned by the demoted uid
     try:
@@ -90,6 +93,7 @@ def test_hostile_suite_passes_with_an_unprivileged_evaluator(tmp_path: Path) -> 
             "LMMS_TASKS_EXEC_CACHE_DIR": str(home / "exec"),
             "HF_HUB_OFFLINE": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            **({"PYTHONPATH": os.pathsep.join(python_path)} if python_path else {}),
         }
         spec = {"expose": closed_directories(needed), "stash": str(tmp_path / "stash"), "command": command}
         done = subprocess.run(

@@ -26,6 +26,7 @@ import lmms_eval
 import pytest
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.upstream import listing
 from lmms_tasks.utils.commands.upstream.cli import export
 from lmms_tasks.utils.commands.upstream.series import FEATURES, missing_features
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
@@ -149,6 +150,22 @@ def test_the_exported_tree_holds_no_compat_module_and_no_workaround(site: Site) 
         for what, pattern in WORKAROUNDS.items()
     }
     assert found == {what: [] for what in WORKAROUNDS}
+    # Nor does its Python name our package, in code, strings or comments: a script a test runs with `-c` or
+    # a docstring's module name must point at the exported module, which exists upstream.
+    ours = _re.compile(r"(?<![\w.])lmms_tasks\.\w")
+    naming_us = [f"{p.relative_to(site.root)}:{n}" for p in exported if p.suffix == ".py" for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if ours.search(line)]
+    assert naming_us == []
+
+
+def test_docs_upstream_lists_the_files_of_the_export(site: Site) -> None:
+    """docs/UPSTREAM.md's file list (`export-upstream --list` into lmms-eval's main) is this export's, both ways:
+    the task, library and test files and the patch series; lmms-eval's current_tasks.md (absent from the
+    installed package) gains one line per benchmark."""
+    doc = Path(tasks_path()).parent / "docs" / "UPSTREAM.md"
+    listed, modified = listing.parse(doc.read_text(encoding="utf-8"))
+    exported = {f for f in site.files if f.startswith(("lmms_eval/", "test/"))} | {f"lmms_tasks_patches/{name}.patch" for name in FEATURES}
+    assert sorted(listed - exported) == [] and sorted(exported - listed) == []
+    assert modified == {"docs/advanced/current_tasks.md": len(site.benchmarks)}
 
 
 def test_refuses_to_overwrite_an_upstream_file(tmp_path: Path) -> None:

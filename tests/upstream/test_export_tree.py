@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,24 @@ def test_export_writes_exactly_what_the_imports_reach(mini_tree: SourceTree, fak
     assert '"""The mini library.' in init and '__version__ = "9.9.1"' in init and "BENCHMARKS = ('mybench',)" in init
     catalog = (fake_checkout / "docs/advanced/current_tasks.md").read_text()
     assert catalog.endswith("\n\n## Additional Tasks\n- [MyBench](https://arxiv.org/abs/1234.56789) (mybench)\n")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077], ids=["umask022", "umask077"])
+def test_exported_files_get_the_mode_of_any_new_file_and_keep_theirs(mini_tree: SourceTree, fake_checkout: Path, umask: int) -> None:
+    """Not the temporary file's 0o600: under umask 022 another user (an unprivileged test runner, a web
+    server) can read the checkout; a file's own mode survives a re-export."""
+    previous = os.umask(umask)
+    try:
+        export(fake_checkout, mini_tree, format_code=False, patches=False)
+        utils_py = fake_checkout / "lmms_eval/tasks/mybench/utils.py"
+        modes = {stat.S_IMODE((fake_checkout / rel).stat().st_mode) for rel in EXPECTED_FILES if (fake_checkout / rel).is_file()}
+        assert modes == {0o666 & ~umask}
+        utils_py.chmod(0o640)
+        utils_py.write_text(utils_py.read_text() + "# edited\n")
+        export(fake_checkout, mini_tree, format_code=False, patches=False, force=True)
+        assert stat.S_IMODE(utils_py.stat().st_mode) == 0o640 and "# edited" not in utils_py.read_text()
+    finally:
+        os.umask(previous)
 
 
 def test_exported_code_and_tests_run_without_our_package(mini_tree: SourceTree, fake_checkout: Path, tmp_path: Path) -> None:
@@ -172,13 +191,18 @@ def test_formatted_export_passes_the_checkouts_tools(mini_tree: SourceTree, fake
 def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
     mini_tree: SourceTree, fake_checkout: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from lmms_tasks.utils.commands.upstream import cli
+    from lmms_tasks.utils.commands.upstream import cli, listing
 
     monkeypatch.setattr(cli, "default_tree", lambda benchmarks=None: mini_tree)
     before = _snapshot(fake_checkout)
     assert cli.main([str(fake_checkout), "--dry-run", "--list", "--no-patches"]) == 0
     out = capsys.readouterr().out
-    assert f"would write {len(EXPECTED_FILES)} file(s)" in out and "  lmms_eval/tasks/mybench/lib/hooks.py\n" in out
+    assert f"would write {len(EXPECTED_FILES)} file(s)" in out
+    # --list prints the pull request's files by folder, in docs/UPSTREAM.md's form: every planned file once
+    block = f"{listing.START}\n" + out.split("docs/UPSTREAM.md shows this list):\n", 1)[1] + f"\n{listing.END}"
+    block = block.split("\nthird-party imports")[0] + f"\n{listing.END}"
+    files, modified = listing.parse(block)
+    assert files == EXPECTED_FILES and modified == {"docs/advanced/current_tasks.md": 1}
     assert _snapshot(fake_checkout) == before
     (fake_checkout / "test/eval/mybench").mkdir(parents=True)
     (fake_checkout / "test/eval/mybench/conftest.py").write_text("# theirs\n")

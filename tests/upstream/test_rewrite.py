@@ -97,3 +97,24 @@ def test_tests_marked_include_path_only_are_dropped() -> None:
     text, dropped = drop_marked_tests(source, "t.py")
     assert dropped == ["test_no_builtin_collision"]
     assert text == "import pytest\n\n\ndef test_kept() -> None:\n    assert 1\n\n\n\n\n@pytest.mark.e2e\ndef test_also_kept() -> None:\n    assert 3\n"
+
+
+@pytest.mark.parametrize(
+    "source, expected, left",
+    [
+        # docstrings and comments name the exported module
+        ('"""See minipkg.utils.text for details."""\n', f'"""See {SHARED}.text for details."""\n', []),
+        ("X = 1  # from minipkg.utils.mybench.parse\n", "X = 1  # from lmms_eval.tasks.mybench.lib.parse\n", []),
+        # a script run with `-c` and a `!function` prefix, in one statement, each string rewritten on its own
+        ('S = "from minipkg.utils.text import G\\n" + r"""\nprint(G)\n"""; H = "!function minipkg.utils.text."\n', f'S = "from {SHARED}.text import G\\n" + r"""\nprint(G)\n"""; H = "!function {SHARED}.text."\n', []),
+        # code is not this function's business, and a command in a message is no reference
+        ('minipkg.utils.text.f("python -m minipkg score")\n', 'minipkg.utils.text.f("python -m minipkg score")\n', []),
+        # a module the export does not contain keeps its name and is reported
+        ('"""Uses minipkg.utils.unused."""\n', '"""Uses minipkg.utils.unused."""\n', ['"""Uses minipkg.utils.unused."""']),
+    ],
+)
+def test_python_comments_and_strings_name_exported_modules(mini_tree: SourceTree, source: str, expected: str, left: list[str]) -> None:
+    from lmms_tasks.utils.commands.upstream.pyrewrite import rewrite_python_prose
+
+    exported = {"minipkg.utils.text", "minipkg.utils.mybench.parse"}
+    assert rewrite_python_prose(source, ModuleMap(mini_tree), lambda module: module in exported) == (expected, left)

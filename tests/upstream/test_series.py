@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,3 +55,51 @@ def test_a_checkout_neither_version_fits_is_named(tmp_path: Path) -> None:
     task_py.write_text(task_py.read_text().replace("def process_results(self, doc, results, full_docs=None):", "def process_results(self, doc, res, full_docs=None):"))
     with pytest.raises(ExportError, match=r"neither version of the lmms-eval patch series applies \(0\.7\.3: 0001-task-strip-responses\.patch: .*; main: "):
         series.plan(root)
+
+
+def _unformatted(root: Path, files: list[str]) -> list[str]:
+    """The files lmms-eval's own formatters (.pre-commit-config.yaml: black --line-length=240, isort --profile black) would change."""
+    import sys
+
+    bad = []
+    for command in (["black", "--check", "-q", "--line-length=240"], ["isort", "--check-only", "-q", "--profile", "black"]):
+        for name in files:
+            if subprocess.run([sys.executable, "-m", *command, name], cwd=root, capture_output=True, check=False).returncode:
+                bad.append(f"{command[0]}: {name}")
+    return bad
+
+
+def _series_python(version: str) -> tuple[list[str], list[str]]:
+    """The Python files the series changes, and those it creates."""
+    changed, created = [], []
+    for patch in series.patch_files(version):
+        text = patch.read_text(encoding="utf-8")
+        for path, header in re.findall(r"^diff --git a/(\S+) b/\S+\n((?:(?!diff --git).*\n){1,3})", text, flags=re.M):
+            if path.endswith(".py"):
+                (created if "new file mode" in header else changed).append(path)
+    return sorted(set(changed) - set(created)), sorted(set(created))
+
+
+@pytest.mark.parametrize("version", series.VERSIONS)
+def test_the_series_code_passes_lmms_evals_formatters(version: str, tmp_path: Path) -> None:
+    """What the series writes is formatted as lmms-eval's pre-commit hooks want it. The files it creates are
+    checked for both versions; on 0.7.3 (the installed copy) every file it changes is too, where the file was
+    clean before (0.7.3's evaluator.py and __main__.py were released unformatted)."""
+    changed, created = _series_python(version)
+    assert created and changed
+    if version == "0.7.3":
+        root = checkout(tmp_path)
+        clean_before = [name for name in changed if not _unformatted(root, [name])]
+        assert "lmms_eval/api/task.py" in clean_before
+        for patch in series.patch_files(version):
+            subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=root, check=True, capture_output=True)
+        assert _unformatted(root, clean_before + created) == []
+    else:
+        root = tmp_path / "new_files"
+        (root / "lmms_eval").mkdir(parents=True)  # so isort sees lmms_eval as the project's own package, as in a checkout
+        (root / "lmms_eval" / "__init__.py").touch()
+        for patch in series.patch_files(version):
+            include = [f"--include={name}" for name in created]
+            subprocess.run(["git", "apply", "--whitespace=nowarn", *include, str(patch)], cwd=root, check=True, capture_output=True)
+        assert all((root / name).is_file() for name in created)
+        assert _unformatted(root, created) == []

@@ -1,7 +1,8 @@
 """The only place that adapts lmms-tasks to lmms-eval 0.7.3: backports of our upstream patch series.
 
 Our task YAMLs and hooks are written for an lmms-eval that has the features our patch series adds
-(`python -m lmms_tasks export-upstream --patches DIR` writes the series; `docs/UPSTREAM.md`). On a stock
+(`python -m lmms_tasks export-upstream PATH` writes the series beside the exported tasks, in
+`lmms_tasks_patches/`; `docs/UPSTREAM.md`). On a stock
 lmms-eval 0.7.3 each shim here installs the same feature at run time; each one checks first whether
 lmms-eval already has it (feature detection, never a version string) and then does nothing, so every shim
 retires itself once its patch is merged. Nothing else in lmms-tasks patches lmms-eval, no service or

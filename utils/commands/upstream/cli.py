@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lmms_tasks.utils.commands.upstream import exporter, series, writer
+from lmms_tasks.utils.commands.upstream import exporter, listing, series, writer
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
 from lmms_tasks.utils.commands.upstream.style import detect_style
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="overwrite files the exporter did not write (or that were edited since)")
     parser.add_argument("--dry-run", action="store_true", help="list what would change and write nothing")
     parser.add_argument("--no-tests", action="store_true", help="do not export tests to test/eval/")
-    parser.add_argument("--list", action="store_true", help="print every exported file (the pull request's file list)")
+    parser.add_argument("--list", action="store_true", help="print every exported file, by folder (the pull request's file list, as docs/UPSTREAM.md shows it)")
     parser.add_argument("--no-patches", action="store_true", help="do not write the lmms-eval patch series the tasks need (lmms_tasks_patches/)")
     args = parser.parse_args(argv)
     try:
@@ -75,9 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.no_patches:
         print("this lmms-eval has every feature the tasks use: no patches needed")
     if args.list:
-        for rel in sorted(result.plan.files):
-            print(f"  {rel}")
-        print(f"  {writer.catalog.CATALOG_PATH} (+{len(result.plan.catalog_lines)} lines)")
+        print(f"the pull request's files ({len(result.plan.files)} new, 1 modified; docs/UPSTREAM.md shows this list):")
+        print(listing.markdown(result.plan.files, writer.catalog.CATALOG_PATH, len(result.plan.catalog_lines)))
     if result.third_party:
         print("third-party imports in the exported code: " + ", ".join(sorted(result.third_party)))
         missing = exporter.undeclared_imports(result.third_party, root)

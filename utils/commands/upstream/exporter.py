@@ -21,6 +21,7 @@ from lmms_tasks.utils.commands.upstream.pyrewrite import (
     read_python,
     rewrite_prose,
     rewrite_python,
+    rewrite_python_prose,
 )
 from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap, SourceTree, iter_files
 from lmms_tasks.utils.commands.upstream.style import Style, format_sources
@@ -54,7 +55,7 @@ class _Builder:
         self.third_party: set[str] = set()
         self.top_level_names: dict[str, str] = {}
         self.dropped_tests: list[str] = []
-        self.prose: list[tuple[str, bool]] = []  # (dest, comments only) rewritten once the file set is known
+        self.prose: list[tuple[str, str]] = []  # (dest, "markdown" | "yaml" | "python"), rewritten once the file set is known
 
     # -- python ----------------------------------------------------------------------------------
     def python(self, source_path: Path, dest: str, module: str | None, drop_marked: bool = False) -> None:
@@ -64,6 +65,7 @@ class _Builder:
             self.dropped_tests += [f"{dest}::{name}" for name in dropped]
         result = rewrite_python(source, str(source_path), module, self.mapping)
         self.files[dest] = result.text
+        self.prose.append((dest, "python"))
         self.leftovers += result.leftovers
         for name in result.top_level_names:
             self.top_level_names.setdefault(name, str(source_path))
@@ -89,7 +91,7 @@ class _Builder:
                 self.files[target] = sibling.read_bytes()
 
     def rewrite_docs(self) -> None:
-        """READMEs and YAML comments: name the exported modules (only those actually exported)."""
+        """READMEs, YAML comments, Python comments and strings: name the exported modules (only those actually exported)."""
 
         def exported(module: str) -> bool:
             first = module.split(".")[:2]
@@ -97,9 +99,11 @@ class _Builder:
                 return True
             return self.mapping.target_path(module, self.tree.is_package(module)) in self.files
 
-        for dest, comments_only in self.prose:
+        for dest, kind in self.prose:
             text = str(self.files[dest])
-            if comments_only:
+            if kind == "python":
+                text, left = rewrite_python_prose(text, self.mapping, exported)
+            elif kind == "yaml":
                 pieces = [rewrite_prose(line, self.mapping, exported) if line.lstrip().startswith("#") else (line, []) for line in text.splitlines(keepends=True)]
                 text, left = "".join(p[0] for p in pieces), [m for p in pieces for m in p[1]]
             else:
@@ -165,10 +169,10 @@ class _Builder:
                 self.python(path, dest, self.tree.module_of_file(path))
             elif yamlexport.is_yaml_file(path):
                 self.files[dest] = yamlexport.export_yaml(path, folder, self.tag_target)
-                self.prose.append((dest, True))
+                self.prose.append((dest, "yaml"))
             elif path.suffix == ".md":
                 self.files[dest] = path.read_text(encoding="utf-8")
-                self.prose.append((dest, False))
+                self.prose.append((dest, "markdown"))
             else:
                 self.files[dest] = path.read_bytes()
         return _top_level_names(folder)
@@ -211,7 +215,9 @@ class _Builder:
         library_init = self.tree.module_file(self.tree.library_package)
         if library_init is not None:
             doc = ast.get_docstring(ast.parse(library_init.read_text(encoding="utf-8"))) or ""
-        self.files[self.mapping.target_path(self.tree.package, True)] = _SHARED_INIT.format(
+        dest = self.mapping.target_path(self.tree.package, True)
+        self.prose.append((dest, "python"))
+        self.files[dest] = _SHARED_INIT.format(
             doc=(doc + "\n\n" if doc else "") + _SHARED_NOTE,
             version=version,
             benchmarks=repr(tuple(self.tree.benchmarks)),

@@ -12,7 +12,9 @@ A bare `"pkg"` string is left alone: it usually means the `python -m pkg` comman
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -307,6 +309,28 @@ def rewrite_prose(text: str, mapping: ModuleMap, exported: Callable[[str], bool]
     names = f"{pkg}|{re.escape(tree.package.replace('_', '-'))}"  # the import name and the distribution name
     left = sorted({line.strip() for line in text.splitlines() if re.search(rf"(?<![./\w-])(?:{names})\b", line)})
     return text, left
+
+
+def rewrite_python_prose(text: str, mapping: ModuleMap, exported: Callable[[str], bool] = lambda module: True) -> tuple[str, list[str]]:
+    """`rewrite_prose` on a Python file's comments and string literals (docstrings, scripts run with `-c`,
+    `"!function pkg.…"` prefixes), which the syntax-tree rewrite leaves alone unless a string is exactly a
+    module name. Code is untouched. Returns the text and the mentions of the package that remain."""
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+    left: list[str] = []
+    dotted = re.compile(rf"(?<![./\w-]){re.escape(mapping.tree.package)}\.[A-Za-z_]")
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in (tokenize.COMMENT, tokenize.STRING) or mapping.tree.package not in token.string:
+            continue
+        rewritten, remaining = rewrite_prose(token.string, mapping, exported)
+        left += [line for line in remaining if dotted.search(line)]  # `python -m pkg …` in a message is not a reference
+        if rewritten != token.string:
+            edits.append((token.start, token.end, rewritten))
+    for (start_row, start_col), (end_row, end_col), rewritten in reversed(edits):
+        head = lines[start_row - 1][:start_col]
+        tail = lines[end_row - 1][end_col:]
+        lines[start_row - 1 : end_row] = [head + rewritten + tail]
+    return "".join(lines), left
 
 
 def _source_path(tree, rel: str) -> Path:  # type: ignore[no-untyped-def]

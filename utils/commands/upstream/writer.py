@@ -61,12 +61,30 @@ def load_manifest(root: Path) -> dict:
     return manifest
 
 
+def _new_file_mode() -> int:
+    """The mode `open(path, "w")` would give a new file here: 0o666 less the umask (read without changing it
+    where /proc says it; else set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename; the file keeps its mode, or gets a new file's (the
+    temporary file's own 0o600 would make the checkout's files unreadable to anyone else)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else _new_file_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
