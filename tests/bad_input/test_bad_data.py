@@ -6,6 +6,7 @@ or, where the official pipeline accepts the data, to load it."""
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import re
 from collections.abc import Callable
@@ -275,3 +276,62 @@ def test_a_decoded_image_is_remembered_by_content_and_a_damaged_one_never(tmp_pa
     assert len(list((tmp_path / "media").rglob("*"))) == 2
     # the strict and the truncation-tolerant verdicts are kept apart
     assert schema._verdict_key(png(3), False) != schema._verdict_key(png(3), True)
+
+
+def _damaged_jpegs(count: int) -> list[bytes]:
+    """Deterministic damage to baseline, progressive and greyscale JPEGs: flipped bytes in the scan, a cut
+    with the end-of-image marker put back, stray markers, a zeroed run."""
+    import random
+
+    from PIL import Image
+
+    rng = random.Random(20)
+    bases = [jpeg(seed) for seed in range(3)]
+    for seed in range(2):
+        for options in ({"progressive": True, "quality": 85}, {}):
+            buffer = io.BytesIO()
+            image = Image.open(io.BytesIO(bases[seed]))
+            (image if options else image.convert("L")).save(buffer, "JPEG", **options)
+            bases.append(buffer.getvalue())
+    out = []
+    for n in range(count):
+        data = bytearray(bases[n % len(bases)])
+        kind, start = n % 4, len(data) // 4
+        if kind == 0:
+            for _ in range(rng.randint(1, 30)):
+                data[rng.randrange(start, len(data) - 2)] ^= rng.randrange(1, 256)
+        elif kind == 1:
+            data = data[: rng.randrange(start, len(data) - 10)] + data[-2:]
+        elif kind == 2:
+            at = rng.randrange(start, len(data) - 10)
+            data[at : at + 2] = bytes([0xFF, rng.choice([0xD0, 0xD9, 0xC4, 0x01, 0xE1])])
+        else:
+            at = rng.randrange(start, len(data) - 40)
+            data[at : at + 32] = bytes(32)
+        out.append(bytes(data))
+    return out
+
+
+def test_the_fast_jpeg_check_gives_a_full_decodes_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load-time check decodes JPEGs at 1/8 scale (every byte of the scan still entropy-decoded): on
+    damaged JPEGs it accepts exactly those that PIL decodes in full with LOAD_TRUNCATED_IMAGES off."""
+    from PIL import Image, ImageFile
+
+    from lmms_tasks.utils.services import schema
+
+    monkeypatch.setenv("LMMS_TASKS_MEDIA_CACHE_DIR", str(tmp_path / "media"))
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", False)
+
+    def full_decode_ok(data: bytes) -> bool:
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+            return True
+        except Exception:  # noqa: BLE001 - any refusal counts as "does not decode"
+            return False
+
+    samples = _damaged_jpegs(400)
+    verdicts = [(full_decode_ok(data), schema.image_bytes_problem(data) is None) for data in samples]
+    refused = sum(1 for full, _ in verdicts if not full)
+    assert 20 <= refused < len(samples)  # the damage really breaks some and spares others
+    assert [n for n, (full, fast) in enumerate(verdicts) if full != fast] == []

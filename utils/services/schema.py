@@ -225,6 +225,11 @@ def image_bytes_problem(data: bytes | None, path: str | None = None, allow_trunc
             elif fmt == "JPEG" and not allow_truncated and _JPEG_END not in tail:
                 return "is a truncated JPEG (no end-of-image marker)"
             decoded = Image.open(io.BytesIO(data)) if fmt == "PNG" else image
+            if fmt == "JPEG":
+                # Every byte of the scan is still entropy-decoded (where damaged or cut data raises), but the
+                # inverse DCT runs at 1/8 scale: about 1.7x faster on photographs, the same verdicts
+                # (tests/bad_input/test_bad_data.py compares them with a full decode on damaged JPEGs).
+                decoded.draft(decoded.mode, (max(1, decoded.width // 8), max(1, decoded.height // 8)))
             try:
                 decoded.load()  # every pixel: damaged compressed data raises here
             except OSError as exc:
