@@ -28,7 +28,7 @@ import pytest
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.upstream import listing
 from lmms_tasks.utils.commands.upstream.cli import export
-from lmms_tasks.utils.commands.upstream.series import FEATURES, missing_features
+from lmms_tasks.utils.commands.upstream.series import missing_features, names
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
 from lmms_tasks.utils.commands.upstream.writer import MANIFEST_PATH
 from lmms_tasks.utils.testing.demo import DEMO_ENV, DEMO_MODELS, DemoOutcome
@@ -60,7 +60,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     (poison / "lmms_tasks" / "__init__.py").write_text("raise ImportError('the exported tasks imported lmms_tasks')\n")
     tree = _frozen(default_tree(), base / "src")
     result, _ = export(root, tree)
-    assert result.series.version == "0.7.3" and sorted(result.series.files) == [f"lmms_tasks_patches/{n}.patch" for n in FEATURES]
+    assert result.series.version == "0.7.3" and sorted(result.series.files) == [f"lmms_tasks_patches/{n}.patch" for n in names("0.7.3")]
     git = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid"]
     for command in (["init", "-q"], ["add", "-A", "lmms_eval"], ["commit", "-q", "-m", "lmms-eval as installed"]):
         subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
@@ -69,7 +69,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     assert applied.returncode == 0, applied.stderr
     shutil.rmtree(root / "lmms_tasks_patches")
     log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
-    assert len(log) == 1 + len(FEATURES) and all(line.startswith(("feat(", "fix(")) for line in log[:-1])
+    assert len(log) == 1 + len(names("0.7.3")) and all(line.startswith(("feat(", "fix(")) for line in log[:-1])
     return Site(root, poison, sorted(f for f in result.plan.files if not f.startswith("lmms_tasks_patches/")), tree)
 
 
@@ -159,11 +159,11 @@ def test_the_exported_tree_holds_no_compat_module_and_no_workaround(site: Site) 
 
 def test_docs_upstream_lists_the_files_of_the_export(site: Site) -> None:
     """docs/UPSTREAM.md's file list (`export-upstream --list` into lmms-eval's main) is this export's, both ways:
-    the task, library and test files and the patch series; lmms-eval's current_tasks.md (absent from the
-    installed package) gains one line per benchmark."""
+    the task, library and test files and the patch series (main's version, which that checkout gets); lmms-eval's
+    current_tasks.md (absent from the installed package) gains one line per benchmark."""
     doc = Path(tasks_path()).parent / "docs" / "UPSTREAM.md"
     listed, modified = listing.parse(doc.read_text(encoding="utf-8"))
-    exported = {f for f in site.files if f.startswith(("lmms_eval/", "test/"))} | {f"lmms_tasks_patches/{name}.patch" for name in FEATURES}
+    exported = {f for f in site.files if f.startswith(("lmms_eval/", "test/"))} | {f"lmms_tasks_patches/{name}.patch" for name in names("main")}
     assert sorted(listed - exported) == [] and sorted(exported - listed) == []
     assert modified == {"docs/advanced/current_tasks.md": len(site.benchmarks)}
 

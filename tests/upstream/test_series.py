@@ -24,8 +24,10 @@ def checkout(dest: Path) -> Path:
 def test_the_series_files_are_complete_and_git_am_ready() -> None:
     for version in series.VERSIONS:
         files = series.patch_files(version)
-        assert [f.stem for f in files] == list(series.FEATURES)
-        assert len(files) == 8  # 0001-0005: strip, groups, exit status, custom_dataset, stderr; 0006-0008: batch scoring, k-samples, baselines
+        assert [f.stem for f in files] == series.names(version)
+        # 0001-0005: strip, groups, exit status, custom_dataset, stderr; 0006-0008: batch scoring, k-samples, baselines;
+        # main also 0009 (its openai model stopped sending top_p and the other sampling keys that 0.7.3 sends)
+        assert len(files) == {"0.7.3": 8, "main": 9}[version]
         for number, patch in enumerate(files, start=1):
             head = patch.read_text(encoding="utf-8").splitlines()[:6]
             assert head[0].startswith("From ") and head[1].startswith("From: ") and any(f"[PATCH {number}/{len(files)}]" in line for line in head), (patch, head)
@@ -33,9 +35,9 @@ def test_the_series_files_are_complete_and_git_am_ready() -> None:
 
 def test_a_stock_checkout_gets_the_released_version(tmp_path: Path) -> None:
     root = checkout(tmp_path)
-    assert series.missing_features(root) == list(series.FEATURES)
+    assert series.missing_features(root) == list(series.CORE)  # 0.7.3's openai model sends top_p & co. already (0009)
     plan = series.plan(root)
-    assert plan.version == "0.7.3" and sorted(plan.files) == [f"lmms_tasks_patches/{name}.patch" for name in series.FEATURES]
+    assert plan.version == "0.7.3" and sorted(plan.files) == [f"lmms_tasks_patches/{name}.patch" for name in series.names("0.7.3")]
     assert not (root / "test").exists()  # checking applicability never touches the checkout
 
 
@@ -46,6 +48,20 @@ def test_a_patched_checkout_needs_nothing_and_a_half_patched_one_is_refused(tmp_
     assert series.missing_features(root) == [] and series.plan(root).files == {}
     (root / "lmms_eval/api/run_status.py").unlink()  # as if 0003 were reverted
     with pytest.raises(ExportError, match=r"has some of the features our tasks need but not \['0003-cli-exit-status'\]"):
+        series.plan(root)
+
+
+def test_a_missing_feature_only_one_version_carries_is_looked_for_there(tmp_path: Path) -> None:
+    """A checkout with the core series but an openai model that drops top_p (as lmms-eval main before 0009)
+    needs 0009 alone, which only `main` carries: 0.7.3 is skipped, main's patch is tried (here it cannot
+    apply: its context is main's file), and both reasons are named."""
+    root = checkout(tmp_path)
+    for patch in series.patch_files("0.7.3"):
+        subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=root, check=True, capture_output=True)
+    openai_py = root / "lmms_eval/models/chat/openai.py"
+    openai_py.write_text(openai_py.read_text().replace('("top_p", "seed", "presence_penalty", "frequency_penalty", "n")', '("seed",)'))
+    assert series.missing_features(root) == ["0009-openai-sampling-parameters"]
+    with pytest.raises(ExportError, match=r"0\.7\.3: does not carry \['0009-openai-sampling-parameters'\]; main: 0009-openai-sampling-parameters\.patch: "):
         series.plan(root)
 
 

@@ -36,7 +36,18 @@ FEATURES: dict[str, tuple[str, str]] = {
     "0006-task-batch-scoring": ("lmms_eval/api/task.py", r"^\s+process_results_batch\s*:"),
     "0007-evaluator-k-samples-stability": ("lmms_eval/evaluator.py", r"score each response on its own|each is scored on its own"),
     "0008-baselines-per-task-samples": ("lmms_eval/baselines/loader.py", r"^def resolve_local_baseline"),
+    # 0.7.3 has this one (its chat `openai` model sends these keys); main lost it, so only `main` carries it
+    "0009-openai-sampling-parameters": ("lmms_eval/models/chat/openai.py", r'\("top_p", "seed", "presence_penalty", "frequency_penalty", "n"\)'),
 }
+# Patches that only some versions carry (the others' lmms-eval has the feature already).
+ONLY_IN: dict[str, tuple[str, ...]] = {"0009-openai-sampling-parameters": ("main",)}
+# The features every version adds: a checkout with some of them but not all is half-patched.
+CORE = tuple(name for name in FEATURES if name not in ONLY_IN)
+
+
+def names(version: str) -> list[str]:
+    """The patches of one version of the series, in order."""
+    return [name for name in FEATURES if version in ONLY_IN.get(name, VERSIONS)]
 
 
 @dataclass
@@ -52,8 +63,8 @@ def patch_files(version: str) -> list[Path]:
     if version not in VERSIONS:
         raise ExportError(f"unknown patch series version {version!r} (have {list(VERSIONS)})")
     files = sorted((SERIES_DIR / version).glob("*.patch"))
-    if [f.stem for f in files] != list(FEATURES):
-        raise ExportError(f"{SERIES_DIR / version}: expected the patches {list(FEATURES)}, found {[f.stem for f in files]}")
+    if [f.stem for f in files] != names(version):
+        raise ExportError(f"{SERIES_DIR / version}: expected the patches {names(version)}, found {[f.stem for f in files]}")
     return files
 
 
@@ -69,13 +80,15 @@ def missing_features(root: Path) -> list[str]:
 
 
 def applies(root: Path, patches: list[Path]) -> str | None:
-    """None when every patch applies in order to a scratch copy of the checkout's `lmms_eval/` (the checkout
+    """None when every patch applies in order to a scratch copy of the checkout's `lmms_eval/` and `test/` (the checkout
     itself is never touched), else git's message."""
     git = shutil.which("git")
     if git is None:
         raise ExportError("git is needed to check which patch series fits the checkout")
     with tempfile.TemporaryDirectory(prefix="lmms_tasks_series_") as scratch:
         shutil.copytree(root / "lmms_eval", Path(scratch) / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__", "tasks"))
+        if (root / "test").is_dir():  # a patch may extend one of lmms-eval's own tests
+            shutil.copytree(root / "test", Path(scratch) / "test", ignore=shutil.ignore_patterns("__pycache__"))
         for patch in patches:
             out = subprocess.run([git, "apply", "--whitespace=nowarn", str(patch)], cwd=scratch, capture_output=True, text=True, check=False)
             if out.returncode != 0:
@@ -85,18 +98,24 @@ def applies(root: Path, patches: list[Path]) -> str | None:
 
 
 def plan(root: Path) -> SeriesPlan:
-    """The patch files `export-upstream` writes for the checkout at `root` (none if it has every feature)."""
+    """The patch files `export-upstream` writes for the checkout at `root` (none if it has every feature): the
+    missing ones of the first version that carries them all and whose patches apply."""
     missing = missing_features(root)
     if not missing:
         return SeriesPlan(missing=[])
-    if len(missing) != len(FEATURES):
+    core_missing = [name for name in missing if name in CORE]
+    if core_missing and len(core_missing) != len(CORE):
         raise ExportError(
             f"{root}: lmms-eval has some of the features our tasks need but not {missing}; apply those patches from "
             f"{SERIES_DIR} by hand (git am), then export again"
         )
     problems = {}
     for version in VERSIONS:
-        files = patch_files(version)
+        lacking = [name for name in missing if name not in names(version)]
+        if lacking:
+            problems[version] = f"does not carry {lacking}"
+            continue
+        files = [f for f in patch_files(version) if f.stem in missing]
         problem = applies(root, files)
         if problem is None:
             return SeriesPlan(missing=missing, version=version, files={f"{OUTPUT_DIR}/{f.name}": f.read_bytes() for f in files})
