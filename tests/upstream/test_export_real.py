@@ -157,6 +157,19 @@ def test_the_exported_tree_holds_no_compat_module_and_no_workaround(site: Site) 
     assert naming_us == []
 
 
+def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:
+    """The exported tests, run where a maintainer runs them (`test/eval/<benchmark>` of the patched checkout,
+    `lmms_tasks` unimportable): the unit tests pass (e2e runs: the next test; the hostile sandbox suite runs
+    in our tree, and `-c` scripts naming our package are excluded by the check above)."""
+    folders = [f"test/eval/{b}" for b in site.benchmarks]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *folders, "-m", "not e2e and not slow"]
+    command += ["--ignore=test/eval/humaneval_v/test_sandbox_hostile.py"]
+    out = subprocess.run(command, env=site.env(), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", out.stdout)
+    assert passed and int(passed.group(1)) >= 400, out.stdout[-1000:]
+
+
 def test_docs_upstream_lists_the_files_of_the_export(site: Site) -> None:
     """docs/UPSTREAM.md's file list (`export-upstream --list` into lmms-eval's main) is this export's, both ways:
     the task, library and test files and the patch series (main's version, which that checkout gets); lmms-eval's
