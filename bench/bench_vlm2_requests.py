@@ -164,7 +164,8 @@ def cached_load(work: Path) -> float:
     from lmms_tasks.utils.services import schema
     from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
-    getattr(schema, "_verified", set()).clear()  # only the on-disk cache may help, as for another rank or run
+    for state in ("_verified", "_indexed"):  # only the on-disk cache may help, as for another rank or run
+        getattr(schema, state, set()).clear()
     started = time.perf_counter()
     for subtask in SUBTASKS:
         hooks.dataset_for(f"vlm2_bench_{subtask}")()

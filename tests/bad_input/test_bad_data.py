@@ -269,6 +269,7 @@ def test_a_decoded_image_is_remembered_by_content_and_a_damaged_one_never(tmp_pa
     copy.write_bytes(good.read_bytes())
     assert schema.image_bytes_problem(None, str(copy)) is None and len(opened) == decodes  # same bytes: not decoded again
     monkeypatch.setattr(schema, "_verified", set())  # another process: only the media cache remembers
+    monkeypatch.setattr(schema, "_indexed", set())
     assert schema.image_bytes_problem(good.read_bytes()) is None and len(opened) == decodes
     assert len(list((tmp_path / "media").rglob("*"))) == 2  # one folder, one marker
     for _ in range(2):  # a damaged image is decoded (and refused) every time, never remembered
@@ -276,6 +277,28 @@ def test_a_decoded_image_is_remembered_by_content_and_a_damaged_one_never(tmp_pa
     assert len(list((tmp_path / "media").rglob("*"))) == 2
     # the strict and the truncation-tolerant verdicts are kept apart
     assert schema._verdict_key(png(3), False) != schema._verdict_key(png(3), True)
+
+
+def test_a_release_check_keeps_its_verdicts_in_one_file_and_a_bad_image_loses_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check_images` over a release remembers every decoded image in one verdict file (not a file per image),
+    also when a damaged image stops the load; the next process decodes only what it has not seen."""
+    from PIL import Image
+
+    from lmms_tasks.utils.services import schema
+
+    monkeypatch.setenv("LMMS_TASKS_MEDIA_CACHE_DIR", str(tmp_path / "media"))
+    cells = [(f"row {n}", f"id{n}", {"bytes": jpeg(n), "path": None}) for n in range(12)]
+    damaged = ("row 12", "id12", [{"bytes": jpeg(12), "path": None}, {"bytes": damaged_scan_jpeg(13), "path": None}])
+    with pytest.raises(schema.SchemaError, match=r"bench: row 12 \(q_id='id12'\): field 'images' \[1\] cannot be decoded"):
+        schema.check_images("bench", [*cells, damaged], "images", "q_id")
+    assert [p.suffix for p in (tmp_path / "media").rglob("*") if p.is_file()] == [".good"]  # 13 good images, one file
+    opened: list[Any] = []
+    real_open = Image.open
+    monkeypatch.setattr(Image, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    monkeypatch.setattr(schema, "_verified", set())  # another process
+    monkeypatch.setattr(schema, "_indexed", set())
+    schema.check_images("bench", [*cells, ("row 12", "id12", damaged[2][:1])], "images", "q_id")
+    assert opened == []  # all 13 known from the media cache
 
 
 def _damaged_jpegs(count: int) -> list[bytes]:

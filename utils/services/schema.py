@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import io
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -150,6 +151,7 @@ class _TruncationFlag:
 
 _flag = _TruncationFlag()
 _verified: set[str] = set()
+_indexed: set[str] = set()  # media-cache roots whose verdict files this process has read
 _verified_lock = threading.Lock()
 
 
@@ -160,43 +162,71 @@ def _verdict_key(blob: bytes, allow_truncated: bool) -> str:
     return hashlib.sha256(f"{digest}|truncated-ok={allow_truncated}|pil={pil_version}".encode()).hexdigest()
 
 
-def _marker(key: str) -> Path:
-    """The media cache's record of a decoded image: an empty file named by its key (created in one
-    system call, so concurrent processes and killed runs never leave a half-written entry)."""
-    root = Path(os.path.expanduser(os.environ.get(MEDIA_CACHE_ENV, "").strip() or DEFAULT_MEDIA_CACHE))
-    return root / key[:2] / key
+def _cache_root() -> Path:
+    return Path(os.path.expanduser(os.environ.get(MEDIA_CACHE_ENV, "").strip() or DEFAULT_MEDIA_CACHE))
+
+
+def _read_index(root: Path) -> None:
+    """Load the media cache's verdicts (`??/*.good` files: one key of a decoded image per line), once per
+    process and cache root."""
+    with _verified_lock:
+        if str(root) in _indexed:
+            return
+    keys: set[str] = set()
+    for path in root.glob("??/*.good"):
+        try:
+            keys.update(path.read_text(encoding="ascii").split())
+        except (OSError, UnicodeDecodeError):
+            continue  # unreadable: those images are decoded again
+    with _verified_lock:
+        _verified.update(keys)
+        _indexed.add(str(root))
 
 
 def _known_good(key: str) -> bool:
     with _verified_lock:
         if key in _verified:
             return True
-    if _marker(key).is_file():
-        with _verified_lock:
-            _verified.add(key)
-        return True
-    return False
-
-
-def _remember_good(key: str) -> None:
+    _read_index(_cache_root())
     with _verified_lock:
-        _verified.add(key)
-    marker = _marker(key)
+        return key in _verified
+
+
+def _remember_good(keys: Sequence[str]) -> None:
+    """Remember decoded images, in this process and in the media cache: one verdict file per batch of keys
+    (one file for a whole release's check, not one per image), written to a temporary name and renamed, so
+    concurrent processes and killed runs never leave a half-written one."""
+    if not keys:
+        return
+    with _verified_lock:
+        _verified.update(keys)
+    text = "".join(f"{key}\n" for key in sorted(set(keys)))
+    name = hashlib.sha256(text.encode("ascii")).hexdigest()
+    target = _cache_root() / name[:2] / f"{name}.good"
+    tmp = None
     try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(marker, os.O_CREAT | os.O_WRONLY, 0o644))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name[:16]}.", suffix=".tmp", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
     except OSError:
-        pass  # an unwritable cache only costs a decode next time
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # an unwritable cache only costs a decode next time
 
 
-def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False) -> str | None:
+def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False, decoded_into: list[str] | None = None) -> str | None:
     """None if `data` (or the file at `path`) holds an image that decodes completely, else why not.
 
     The header must identify an image; a PNG must end with its IEND chunk, a JPEG carry its end-of-image
     marker near the end (what a truncated file lacks: named as such); then every pixel is decoded with
     PIL's `LOAD_TRUNCATED_IMAGES` off, whatever lmms-eval set globally (with it on, damaged compressed data
     decodes silently to grey or black). `allow_truncated` accepts an image whose data merely ends early (a
-    benchmark whose official loader sets that flag pads it too), never one whose data is damaged."""
+    benchmark whose official loader sets that flag pads it too), never one whose data is damaged. A decoded
+    image is remembered by content (see `_remember_good`); with `decoded_into`, its key is appended there for
+    the caller to remember with the rest of its batch."""
     from PIL import Image, UnidentifiedImageError
 
     if data is None and path is None:
@@ -242,19 +272,22 @@ def image_bytes_problem(data: bytes | None, path: str | None = None, allow_trunc
         return f"is not an image PIL can identify (starts with {head[:8]!r})"
     except (OSError, ValueError, SyntaxError, EOFError) as exc:
         return f"cannot be decoded ({type(exc).__name__}: {exc})"
-    _remember_good(key)
+    if decoded_into is not None:
+        decoded_into.append(key)
+    else:
+        _remember_good([key])
     return None
 
 
-def image_cell_problem(cell: Any, allow_truncated: bool = False) -> str | None:
+def image_cell_problem(cell: Any, allow_truncated: bool = False, decoded_into: list[str] | None = None) -> str | None:
     """An HF `Image` feature value as stored in arrow ({"bytes": ..., "path": ...}) or a file path."""
     if cell is None:
         return "is null (no image)"
     if isinstance(cell, str):
-        return image_bytes_problem(None, cell, allow_truncated)
+        return image_bytes_problem(None, cell, allow_truncated, decoded_into)
     if not isinstance(cell, dict):
         return f"must be an image, got {_shown(cell)}"
-    return image_bytes_problem(cell.get("bytes"), cell.get("path") if not cell.get("bytes") else None, allow_truncated)
+    return image_bytes_problem(cell.get("bytes"), cell.get("path") if not cell.get("bytes") else None, allow_truncated, decoded_into)
 
 
 # -- records ---------------------------------------------------------------------------------------------
@@ -312,13 +345,17 @@ def check_images(
         if isinstance(value, list) and not value:
             return "is an empty list (no image)"
         for index, cell in enumerate(values):
-            problem = image_cell_problem(cell, allow_truncated)
+            problem = image_cell_problem(cell, allow_truncated, decoded)
             if problem:
                 return f"[{index}] {problem}" if isinstance(value, list) else problem
         return None
 
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, os.cpu_count() or 1))) as pool:
-        problems = list(pool.map(problem_of, cells))
+    decoded: list[str] = []  # keys of the images decoded here (list.append is atomic): remembered in one file
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, os.cpu_count() or 1))) as pool:
+            problems = list(pool.map(problem_of, cells))
+    finally:
+        _remember_good(decoded)  # the good ones stay known even when another image stops the run
     for (where, record_id, _), problem in zip(cells, problems):
         if problem:
             raise SchemaError(f"{benchmark}: {where} ({id_field}={record_id!r}): field {field!r} {problem}")
