@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup_env.sh
 ./scripts/setup_browser.sh
+# Where setup_browser.sh can install chromium (apt-get, root: CI), the report's browser test must run: a
+# missing browser fails it instead of skipping it.
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export LMMS_TASKS_REQUIRE_BROWSER=1
+fi
 # Two workers on the 2-core CI machine (one per core); each takes whole test modules (see tests/conftest.py).
 # LMMS_TASKS_TEST_WORKERS=0 runs everything in one process.
 workers="${LMMS_TASKS_TEST_WORKERS:-auto}"
