@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.humaneval_v import gate
-from lmms_tasks.utils.services.cache import content_key
+from lmms_tasks.utils.services.cache import content_key, write_atomic
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.sandbox import ExecResult, Limits, SandboxPool, default_cache_dir, default_workers
 
@@ -185,8 +184,5 @@ def write_records(
         (target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)),
         (directory / f"{task}.summary.json", json.dumps(summary, indent=2) + "\n"),
     ):
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text)
     return target

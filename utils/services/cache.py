@@ -28,6 +28,23 @@ from typing import Any
 from lmms_tasks.utils.services.logging import logger
 
 
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write `data` (text as UTF-8) to a temporary file beside `path` and rename it into place, so a reader, a
+    concurrent writer or a killed run never sees a half-written file; `mode`, when given, is the file's mode
+    (else the temporary file's 0o600). The temporary file is removed if anything fails."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:24]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def content_key(material: Any) -> str:
     """sha256 of the canonical JSON of `material` (sorted keys, no ASCII escaping)."""
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -55,17 +72,7 @@ class DiskCache:
         """Write `entry` atomically (tmp file + os.replace); the last writer of an identical key wins."""
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False, default=str)  # no fsync: rename atomicity covers killed runs
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(target, json.dumps(entry, ensure_ascii=False, default=str))  # no fsync: rename atomicity covers killed runs
         return target
 
     @contextlib.contextmanager

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,7 +33,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lmms_tasks.utils.services import status as run_status
-from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key
+from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key, write_atomic
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.secrets import redact
 
@@ -753,21 +752,9 @@ def _write_records(
         lines.append(json.dumps(record, ensure_ascii=False, default=str))
     records = directory / f"{task}.jsonl"
     batch.summary["records"] = str(records)
-    _atomic_write(records, "\n".join(lines) + ("\n" if lines else ""))
-    _atomic_write(directory / f"{task}.summary.json", json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
+    write_atomic(records, "\n".join(lines) + ("\n" if lines else ""))
+    write_atomic(directory / f"{task}.summary.json", json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
     return records
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def add_to_summary(batch: JudgeBatch, fields: Mapping[str, Any]) -> None:
@@ -777,7 +764,7 @@ def add_to_summary(batch: JudgeBatch, fields: Mapping[str, Any]) -> None:
     if batch.records_path is None:
         return
     try:
-        _atomic_write(batch.records_path.with_name(f"{batch.task}.summary.json"), json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
+        write_atomic(batch.records_path.with_name(f"{batch.task}.summary.json"), json.dumps(batch.summary, ensure_ascii=False, indent=2, default=str) + "\n")
     except OSError as exc:
         logger.error(f"judge {batch.task}: could not update the judgement summary: {exc}")
 

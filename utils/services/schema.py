@@ -14,13 +14,14 @@ import contextlib
 import hashlib
 import io
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from lmms_tasks.utils.services.cache import write_atomic
 
 Check = Callable[[Any], "str | None"]
 
@@ -203,18 +204,11 @@ def _remember_good(keys: Sequence[str]) -> None:
     text = "".join(f"{key}\n" for key in sorted(set(keys)))
     name = hashlib.sha256(text.encode("ascii")).hexdigest()
     target = _cache_root() / name[:2] / f"{name}.good"
-    tmp = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name[:16]}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        write_atomic(target, text, mode=0o644)
     except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)  # an unwritable cache only costs a decode next time
+        pass  # an unwritable cache only costs a decode next time
 
 
 def image_bytes_problem(data: bytes | None, path: str | None = None, allow_truncated: bool = False, decoded_into: list[str] | None = None) -> str | None:

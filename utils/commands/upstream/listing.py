@@ -10,6 +10,7 @@ from collections.abc import Iterable
 START, END = "<!-- file-list:start -->", "<!-- file-list:end -->"
 _LINE = re.compile(r"^- `(?P<folder>[^`]*/)` \((?P<count>\d+)\): (?P<names>.+)$")
 _NAME = re.compile(r"`([^`]+)`")
+_MODIFIED = re.compile(r"`([^`]+)` \(modified: \+(\d+) lines\)")
 
 
 def markdown(files: Iterable[str], catalog: str | None = None, catalog_lines: int = 0) -> str:
@@ -42,8 +43,8 @@ def parse(text: str) -> tuple[set[str], dict[str, int]]:
         if match is None:
             raise ValueError(f"not a file-list line: {line!r}")
         folder, rest = match["folder"], match["names"]
-        edited = re.findall(r"`([^`]+)` \(modified: \+(\d+) lines\)", rest)
-        names = _NAME.findall(re.sub(r"`[^`]+` \(modified: \+\d+ lines\)", "", rest))
+        edited = _MODIFIED.findall(rest)
+        names = _NAME.findall(_MODIFIED.sub("", rest))
         if len(names) + len(edited) != int(match["count"]):
             raise ValueError(f"{folder}: the count ({match['count']}) does not match the {len(names) + len(edited)} names listed")
         files.update(folder + n for n in names)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmms_tasks.utils.commands.upstream import catalog
 from lmms_tasks.utils.commands.upstream.sources import MANIFEST_NAME, ExportError
+from lmms_tasks.utils.services.cache import write_atomic
 
 MANIFEST_PATH = f"lmms_eval/tasks/{MANIFEST_NAME}"
 
@@ -79,17 +79,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     """Write through a temporary file and a rename; the file keeps its mode, or gets a new file's (the
     temporary file's own 0o600 would make the checkout's files unreadable to anyone else)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else _new_file_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data, mode=path.stat().st_mode & 0o7777 if path.exists() else _new_file_mode())
 
 
 def _prune_empty_dirs(path: Path, root: Path) -> None:
