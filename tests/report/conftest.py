@@ -6,7 +6,6 @@ headless browser per test session (`browser`)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,11 +268,11 @@ def browser() -> Iterator[Any]:
     """One headless chromium for the whole test session. Where none is installed the browser test is skipped
     with the reason, unless LMMS_TASKS_REQUIRE_BROWSER=1 (scripts/test.sh sets it where it can install one, as
     in CI): then it fails."""
-    from lmms_tasks.utils.testing.browser import INSTALL_HINT, Browser, find_chromium
+    from lmms_tasks.utils.testing.browser import INSTALL_HINT, Browser, browser_required, find_chromium
 
     if find_chromium() is None:
         reason = f"no chromium on this machine, so report.html is not checked in a browser: {INSTALL_HINT}"
-        if os.environ.get("LMMS_TASKS_REQUIRE_BROWSER") == "1":
+        if browser_required():
             pytest.fail(reason + " (LMMS_TASKS_REQUIRE_BROWSER=1)")
         pytest.skip(reason)
     with Browser.start() as started:

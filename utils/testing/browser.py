@@ -34,6 +34,12 @@ class BrowserError(RuntimeError):
     """The browser did not start, answered with an error, or did not answer in time."""
 
 
+def browser_required() -> bool:
+    """Whether a missing chromium must fail the browser test rather than skip it: $LMMS_TASKS_REQUIRE_BROWSER=1,
+    which scripts/test.sh sets where scripts/setup_browser.sh can install chromium (apt-get and root)."""
+    return os.environ.get("LMMS_TASKS_REQUIRE_BROWSER") == "1"
+
+
 def find_chromium() -> str | None:
     """The chromium executable: $LMMS_TASKS_CHROMIUM, else the first of CANDIDATES on PATH."""
     configured = os.environ.get("LMMS_TASKS_CHROMIUM")
@@ -228,4 +234,4 @@ class Page:
         self.browser.call("Target.closeTarget", {"targetId": self.target})
 
 
-__all__ = ["Browser", "BrowserError", "INSTALL_HINT", "Page", "find_chromium"]
+__all__ = ["Browser", "BrowserError", "INSTALL_HINT", "Page", "browser_required", "find_chromium"]
