@@ -87,7 +87,36 @@ def runs_section(runs: Sequence[Run]) -> Section:
     ]
     if notes:
         section.blocks.append("When a task appears in several results files of a run, the newest file is read:\n\n" + "\n".join(notes))
+    data = data_table(runs)
+    if data.rows:
+        section.blocks.append(data)
     return section
+
+
+def data_table(runs: Sequence[Run]) -> Table:
+    """What each task of each run loaded, as the run recorded it (`configs.<task>.metadata.data_source`)."""
+    from lmms_tasks.utils.services.data import PROVENANCE_KEY
+
+    table = Table("data", "Data each task loaded", ["Run", "Task", "Source", "Revision", "Commit", "Files (sha256)"])
+    for run in runs:
+        for task in sorted(run.owner):
+            config = (run.owner[task].data.get("configs") or {}).get(task) or {}
+            record = (config.get("metadata") or {}).get(PROVENANCE_KEY) if isinstance(config, Mapping) else None
+            if not isinstance(record, Mapping):
+                continue
+            if record.get("source") == "local":
+                files = "; ".join(f"`{name}` `{digest}`" for name, digest in sorted((record.get("files") or {}).items())) or NA
+                table.add(run.label, f"`{task}`", f"`{record.get('env_var')}={record.get('root')}`", "local copy", NA, files)
+            else:
+                commit = f"`{record['commit']}`" if record.get("commit") else "not reported"
+                table.add(run.label, f"`{task}`", f"`hf://datasets/{record.get('repo_id')}`", f"`{record.get('revision')}`", commit, NA)
+    table.note = (
+        "Recorded by each task's loader in results.json (`configs.<task>.metadata.data_source`): the Hugging Face revision asked for and "
+        "the commit it resolved to, or the sha256 of every data file a local copy (`<BENCH>_DATA`) provided. Runs made before lmms-tasks "
+        "recorded it have no row."
+    )
+    table.collapsed = True
+    return table
 
 
 # -- VLM2-Bench ---------------------------------------------------------------------------------------------
