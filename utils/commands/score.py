@@ -455,7 +455,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
     parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
     parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
-    parser.add_argument("--output-dir", type=Path, default=None, help="where judgements and the re-scored JSON go (default: beside the samples)")
+    parser.add_argument("--output-dir", type=Path, default=None, help="where the re-scored JSON and this re-score's judgements/ and executions/ go (default: the samples file's folder, which lmms-eval puts one level below the run's own judgements/; the line printed last says where they went)")
     parser.add_argument("--filter", default=None, help="filter name for the metric keys (default: the task's own, e.g. n6; else none)")
     parser.add_argument("--allow-partial", action="store_true", help="score a samples file holding fewer samples than the run evaluated (a warning instead of exit status 2)")
     parser.add_argument("--ignore-run-judge", action="store_true", help="do not reuse the judge settings recorded with the run (environment and task YAML apply, as in a run)")
@@ -487,4 +487,16 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     output_dir = args.output_dir or samples_path.parent
-    return emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
+    status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
+    print(records_note(output_dir, run_output_path(samples_path)))
+    return status
+
+
+def records_note(output_dir: Path, run_dir: Path | None) -> str:
+    """Where this re-score's judgement and execution records went, beside the run's own (left unchanged)."""
+    written = f"re-score records: {output_dir / 'judgements'}/ and {output_dir / 'executions'}/ (where the task judges or executes)"
+    if run_dir is not None and run_dir.resolve() != output_dir.resolve():
+        written += f"; the run's own records in {run_dir / 'judgements'}/ are left unchanged"
+    elif run_dir is not None:
+        written += " (the run's own folders: the run's records of this task are replaced by the re-score's)"
+    return written
