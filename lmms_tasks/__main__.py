@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="`python -m lmms_tasks COMMAND --help` describes a command's arguments.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", choices=list(commands), metavar="COMMAND")
+    parser.add_argument("command", choices=list(commands), metavar="COMMAND", help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # no command: the list of commands, not argparse's "required: command, rest"

@@ -127,3 +127,11 @@ def test_local_data_hashes_are_in_the_results_and_the_report(haerae_run, tmp_pat
         assert f"`{name}` `{digest}`" in row
     html = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
     assert all(digest in html for digest in expected.values())
+
+
+@pytest.mark.e2e
+def test_printed_table_names_the_task(haerae_run) -> None:
+    """lmms-eval prints a task's alias in its table: grepping the output for the task name finds its row."""
+    _, _, result = haerae_run
+    rows = [line for line in result.stdout.splitlines() if line.startswith("|") and "haerae_vision_score" in line]
+    assert rows and all("haerae_vision_original" in row for row in rows), result.stdout[-3000:]
