@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from argparse import Namespace
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,17 @@ def judge_overrides(options: dict[str, Any]) -> Iterator[None]:
                 os.environ.pop(judge.ENV_PREFIX + suffix, None)
             else:
                 os.environ[judge.ENV_PREFIX + suffix] = value
+
+
+@contextlib.contextmanager
+def judge_settings(recorded: Mapping[str, Any], options: dict[str, Any]) -> Iterator[None]:
+    """The judge `score` uses, lowest first (`PRECEDENCE`): the benchmark's built-in default < LMMS_TASKS_JUDGE_*
+    < the task YAML's metadata.judge < the judge recorded with the run < the --judge-* options."""
+    with judge.overrides(**recorded), judge_overrides(options):
+        yield
+
+
+PRECEDENCE = ("built-in", "environment", "yaml", "recorded", "options")
 
 
 # -- the run's judge -------------------------------------------------------------------------------------
@@ -476,7 +487,7 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         samples = read_samples(samples_path)
         task = args.task or infer_task(samples_path, samples)
         recorded = None if args.ignore_run_judge else run_judge(samples_path, task)
-        with judge.overrides(**(recorded[0] if recorded else {})), judge_overrides(judge_options):
+        with judge_settings(recorded[0] if recorded else {}, judge_options):
             if recorded:
                 shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
                 print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)

@@ -21,7 +21,7 @@ from lmms_tasks.utils.services.data import DataError, DataSource, check_split, l
 HF_REPO = "HAERAE-HUB/HAERAE-VISION"
 HF_REVISION = "main"
 SPLIT = "train"  # the only public split (165 items); the card's recorded size (653) is stale
-SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA")
+SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA", "HAERAE_VISION_REVISION")
 
 # What inference and the judge need of each item (spec 3.1); images are checked as images. The official
 # current pipeline loads images with PIL's LOAD_TRUNCATED_IMAGES, so a truncated one is accepted here too.

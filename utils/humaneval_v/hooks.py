@@ -36,7 +36,7 @@ from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.taskconfig import task_metadata
 
-SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
+SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA", "HUMANEVAL_V_REVISION")
 # What the scorer needs of each row (spec 2.2); the diagram is checked as an image (header and completeness).
 FIELDS = [
     schema.Field("qid", schema.text()),

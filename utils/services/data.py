@@ -126,11 +126,8 @@ class DataSource:
     repo_id: str
     default_revision: str
     env_var: str
+    revision_var: str
     local_files: tuple[str, ...] | None = None
-
-    @property
-    def revision_var(self) -> str:
-        return self.env_var.removesuffix("_DATA") + "_REVISION"
 
     @property
     def revision(self) -> str:

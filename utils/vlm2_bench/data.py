@@ -23,7 +23,7 @@ from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 # unless VLM2_BENCH_REVISION names a commit. The commit actually loaded is recorded with every run.
 HF_REVISION = "main"
 # a local copy's provenance hashes its question files (the images and videos are checked by content, not hashed)
-SOURCE = DataSource("vlm2_bench", "Sterzhang/vlm2-bench", HF_REVISION, "VLM2_BENCH_DATA", local_files=("jsonl/**/*.jsonl",))
+SOURCE = DataSource("vlm2_bench", "Sterzhang/vlm2-bench", HF_REVISION, "VLM2_BENCH_DATA", "VLM2_BENCH_REVISION", local_files=("jsonl/**/*.jsonl",))
 CACHE_NAME = "vlm2_bench"
 
 IMAGE_DIRS = {"gc": "data/gc/processed", "oc": "data/oc/original_obj", "pc": "data/pc/image/picks_face"}

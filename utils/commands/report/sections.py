@@ -557,7 +557,7 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
     for category in categories:
         by_category.add(category, *(fmt(per_run[run.label][variant].get(category), UNIT) for run in have for variant, _ in HAERAE_TASKS))
     by_category.note = (
-        "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category, failed judgements 0), "
+        "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category over the judged items: a reply without a usable score counts 0, a request that failed after its retries is left out), "
         "from `judgements/<task>.summary.json` (older runs: the results file); no standard error is recorded per category."
     )
     judge = Table(
@@ -581,8 +581,8 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
                 row.get("record", NA),
             )
     judge.note = (
-        "Parse failures: judge replies without a parseable score; transport failures: requests that still failed after "
-        "the retries; both count 0. From `judgements/<task>.summary.json` (or the task's `judge_info`). `judge_failures` and "
+        "Parse failures: judge replies without a parseable score (counted 0, officially); transport failures: requests that still "
+        "failed after the retries (left out of the scores, never counted 0; the run exits with status 3). From `judgements/<task>.summary.json` (or the task's `judge_info`). `judge_failures` and "
         "`judge_unparsed`: the task's own counts (transport failures and unparsed replies; runs without `judge_unparsed` count both in `judge_failures`)."
     )
     plot_runs, plot_errors = [], []
