@@ -75,23 +75,6 @@ def test_branch_revision_resolves_through_the_hf_cache_refs(tmp_path: Path) -> N
     assert data_service.hub_commit("HAERAE-HUB/HAERAE-VISION", "main", cache_dir=tmp_path) is None
 
 
-def test_unpinned_sources_are_the_ones_the_readme_names() -> None:
-    """The README's data table says which benchmarks follow a branch: exactly the sources whose built-in
-    revision is not a commit."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    rows = [line for line in readme.splitlines() if line.startswith("| `") and "_REVISION`" in line]
-    documented = {}
-    for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        documented[cells[0].strip("`")] = cells[1]
-    for source in sources().values():
-        cell = documented[source.revision_var]
-        if source.pinned:
-            assert f"`{source.default_revision[:8]}" in cell, (source.name, cell)
-        else:
-            assert f"`{source.default_revision}`" in cell and "not pinned" in cell, (source.name, cell)
-
-
 # -- through the real CLI ----------------------------------------------------------------------------------
 
 
