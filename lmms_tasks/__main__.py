@@ -1,4 +1,5 @@
-"""`python -m lmms_tasks <command>`: path | score | report | export-official | export-upstream | media-stats | demo | make-tiny-vlm."""
+"""`python -m lmms_tasks <command>` (or `lmms-tasks <command>`): path | tasks | score | report | export-official |
+export-upstream | media-stats | demo | stand-in | make-tiny-vlm."""
 
 from __future__ import annotations
 
@@ -59,6 +60,18 @@ def _cmd_media_stats(args: argparse.Namespace) -> int:
     return stats_main(args.rest)
 
 
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.commands.tasks import main as tasks_main
+
+    return tasks_main(args.rest)
+
+
+def _cmd_stand_in(args: argparse.Namespace) -> int:
+    from lmms_tasks.utils.testing.stand_in import main as stand_in_main
+
+    return stand_in_main(args.rest)
+
+
 def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
     from lmms_tasks.utils.testing.tiny_vlm import main as tiny_main
 
@@ -67,12 +80,14 @@ def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "path": (_cmd_path, "print the directory to pass to lmms-eval --include_path"),
+    "tasks": (_cmd_tasks, "list our tasks and groups with what each needs (judge key, code-execution opt-in, prior run)"),
     "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model; --from-official BENCH PATH: official prediction files"),
     "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
     "export-official": (_cmd_export_official, "write a finished run's samples in each benchmark's official format, for the official scorers"),
     "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
     "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
-    "demo": (_cmd_demo, "run every task end to end on generated fixtures against a local stand-in server"),
+    "demo": (_cmd_demo, "try every task offline: small generated data, a local stand-in model and judge, results tables and a report"),
+    "stand-in": (_cmd_stand_in, "start a local stand-in model and judge and print the `export` lines to try any README command offline"),
     "make-tiny-vlm": (_cmd_make_tiny_vlm, "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
 }
 
@@ -81,12 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     commands = COMMANDS
     parser = argparse.ArgumentParser(
         prog="python -m lmms_tasks",
-        description="\n".join(f"  {name:<16} {help_text}" for name, (_, help_text) in commands.items()),
+        usage="python -m lmms_tasks COMMAND [ARGS...]   (or: lmms-tasks COMMAND [ARGS...])",
+        description="commands:\n" + "\n".join(f"  {name:<16} {help_text}" for name, (_, help_text) in commands.items()),
+        epilog="`python -m lmms_tasks COMMAND --help` describes a command's arguments.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", choices=sorted(commands))
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the command (see `python -m lmms_tasks COMMAND --help`)")
+    parser.add_argument("command", choices=list(commands), metavar="COMMAND", help=argparse.SUPPRESS)
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # no command: the list of commands, not argparse's "required: command, rest"
+        parser.print_help(sys.stderr)
+        return 2
     # Parse only the command name: everything after it belongs to the command's own parser.
     args = parser.parse_args(argv[:1])
     args.rest = argv[1:]

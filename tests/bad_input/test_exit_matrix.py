@@ -1,4 +1,4 @@
-"""Exit statuses through every way a user starts a run (README "When something goes wrong").
+"""Exit statuses through every way a user starts a run (docs/EXIT_STATUS.md).
 
 {the `lmms-eval` console script, `python -m lmms_eval`, `accelerate launch -m lmms_eval` with 2 processes}
 x {a judge that answers HTTP 200 with a body that is not JSON, a backend error during generation, bad data

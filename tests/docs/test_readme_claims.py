@@ -12,6 +12,7 @@ exist fails, and so does code that adds a task, a metric or a variable without d
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -28,6 +29,9 @@ REPO = Path(__file__).resolve().parents[2]
 TOP = REPO / "README.md"
 BENCHMARK_READMES = {b: REPO / "lmms_tasks" / b / "README.md" for b in BENCHMARKS}
 READMES = [TOP, *BENCHMARK_READMES.values()]
+REFERENCE = REPO / "docs" / "REFERENCE.md"
+# The README is the path, docs/ the reference: every claim is checked wherever it is written.
+DOCUMENTS = [*READMES, *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "UPSTREAM.md")]  # UPSTREAM.md names lmms-eval's own files
 TASK_NAME = re.compile(r"(?:vlm2_bench|humaneval_v|haerae_vision)[a-z0-9_]*")
 OUR_VAR = re.compile(r"\b(?:LMMS_TASKS|HUMANEVAL_V1?|VLM2_BENCH|HAERAE_VISION)_[A-Z0-9_]*[A-Z0-9]\b")
 OTHER_VAR = re.compile(r"\b(?:OPENAI|AZURE_OPENAI|HF|LMMS_IMAGE|LMMS_EVAL|CUDA|OMP|TOKENIZERS|TRANSFORMERS|WANDB)_[A-Z0-9_]*[A-Z0-9]\b")
@@ -86,7 +90,7 @@ def test_every_task_named_exists_and_every_task_is_named() -> None:
     not_tasks = set(PLOT_NAMES) | metric_names | stderr_keys  # names sharing our prefixes
     assert {"haerae_vision_gap", "humaneval_v_passk"} <= not_tasks
     named: dict[str, set[str]] = {}
-    for readme in READMES:
+    for readme in DOCUMENTS:
         markdown = text(readme)
         tokens = [t for t in backticked(markdown) if TASK_NAME.fullmatch(t) and t not in not_tasks]
         for block in code_blocks(markdown):  # --tasks a,b,c in the commands
@@ -122,7 +126,7 @@ def real_keys(demo_two_models: tuple[Path, Any]) -> dict[str, set[str]]:
 
 
 def test_metrics_table_lists_exactly_the_keys_of_a_real_run(real_keys: dict[str, set[str]]) -> None:
-    rows = table_after(text(TOP), "## Tasks and metrics")
+    rows = table_after(text(REFERENCE), "## Tasks and metrics")
     documented: dict[str, set[str]] = {}
     for first, _setting, headline, keys in rows:
         names = [c for c in codes(first) if TASK_NAME.fullmatch(c)]
@@ -139,7 +143,7 @@ def test_metrics_table_lists_exactly_the_keys_of_a_real_run(real_keys: dict[str,
 
 
 def test_every_metric_has_its_unit_and_standard_error_in_the_readme() -> None:
-    rows = table_after(text(TOP), "### Units and standard errors")
+    rows = table_after(text(REFERENCE), "### Units and standard errors")
     named = {code for row in rows for code in codes(row[0])}
     assert all(len(row) == 3 and row[2] for row in rows)  # a unit and a standard error (or "none") per row
     every = {m for metrics in yaml_metrics().values() for m in metrics}
@@ -174,7 +178,7 @@ _IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 @pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_every_metric_is_documented_in_both_readmes(benchmark: str) -> None:
-    for readme in (TOP, BENCHMARK_READMES[benchmark]):
+    for readme in (REFERENCE, BENCHMARK_READMES[benchmark]):
         mentioned = {t.split(",")[0] for t in backticked(text(readme))}
         missing = sorted(yaml_metrics()[benchmark] - mentioned)
         assert missing == [], f"{readme.relative_to(REPO)} does not mention {missing}"
@@ -212,7 +216,7 @@ def test_metric_names_and_keys_in_the_readmes_exist(real_keys: dict[str, set[str
     vocabulary = {m for metrics in yaml_metrics().values() for m in metrics} | real_record_names | lmms_eval_fields
     all_keys = set().union(*real_keys.values())
     problems = []
-    for readme in READMES:
+    for readme in DOCUMENTS:
         for token in backticked(text(readme)):
             if re.fullmatch(r"[a-z0-9_@]+,[a-z0-9_]+", token) and token != "metric,filter" and token not in all_keys:
                 problems.append(f"{readme.relative_to(REPO)}: key {token!r} is in no run's results")
@@ -235,7 +239,7 @@ def cli_help(command: str) -> str:
 def cli_uses() -> list[tuple[str, str, list[str]]]:
     """(README, subcommand, flags) for every `python -m lmms_tasks SUB ...` / `lmms-tasks SUB ...` in the READMEs."""
     uses = []
-    for readme in READMES:
+    for readme in DOCUMENTS:
         markdown = text(readme).replace("\\\n", " ")
         for line in [*backticked(markdown), *"\n".join(code_blocks(markdown)).splitlines()]:
             for match in re.finditer(r"(?:python -m lmms_tasks|^\s*lmms-tasks)\s+([a-z-]+)([^|;)`\n]*)", line):
@@ -247,7 +251,7 @@ def test_cli_subcommands_and_flags_exist() -> None:
     from lmms_tasks.__main__ import COMMANDS
 
     uses = cli_uses()
-    assert {sub for _, sub, _ in uses} >= {"path", "score", "media-stats", "report", "demo", "export-upstream", "make-tiny-vlm"}
+    assert {sub for _, sub, _ in uses} >= set(COMMANDS)  # every command is documented
     problems = []
     for readme, sub, flags in uses:
         if sub not in COMMANDS:
@@ -257,7 +261,7 @@ def test_cli_subcommands_and_flags_exist() -> None:
             continue
         problems += [f"{readme}: `{sub}` has no flag {flag}" for flag in flags if flag not in cli_help(sub)]
     assert problems == []
-    for readme in READMES:  # ./scripts/demo.sh passes its arguments to `demo`
+    for readme in DOCUMENTS:  # ./scripts/demo.sh passes its arguments to `demo`
         for flags in re.findall(r"scripts/demo\.sh((?:\s+--[a-z-]+(?:\s+\w+)?)+)", text(readme)):
             assert all(flag in cli_help("demo") for flag in re.findall(r"--[a-z-]+", flags))
 
@@ -297,11 +301,11 @@ def lmms_eval_source() -> str:
 
 def test_environment_variables_documented_both_ways() -> None:
     code_vars = variables_read_by_our_code()
-    table = {v for row in table_after(text(TOP), "## Environment variables") for v in codes(row[0])}
+    table = {v for row in table_after(text(REFERENCE), "## Environment variables") for v in codes(row[0])}
     assert sorted(code_vars - table) == []  # read by the code, missing from the table
     assert sorted(table - code_vars) == []  # in the table, read by nothing of ours
     problems = []
-    for readme in READMES:
+    for readme in DOCUMENTS:
         markdown = text(readme)
         for name in set(OUR_VAR.findall(markdown)) - code_vars:
             problems.append(f"{readme.relative_to(REPO)}: {name} is read by nothing")
@@ -326,18 +330,31 @@ def test_every_repository_path_in_the_readmes_exists() -> None:
         markdown = text(readme)
         for outside in re.findall(r"\.\./shared\S*|\.\./\.\./\S*", markdown):
             problems.append(f"{readme.relative_to(REPO)}: points outside the repository: {outside}")
-        for token in backticked(markdown) if readme in READMES else ():  # docs/UPSTREAM.md names lmms-eval's paths too
+        for token in backticked(markdown) if readme in DOCUMENTS else ():  # docs/UPSTREAM.md names lmms-eval's paths too
             token = token.strip()
             if "/" in token and token.split("/")[0] in REPO_ROOTS and not re.search(r"[<>$ ]", token):
                 if not list(REPO.glob(token.rstrip("/"))):
                     problems.append(f"{readme.relative_to(REPO)}: `{token}`")
-        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", markdown):
+        for link, anchor in re.findall(r"\]\(([^)#\s]+)(?:#([^)]*))?\)", markdown):
             if "://" in link:
                 continue
             target = (readme.parent / link).resolve()
             if not target.exists() or REPO.resolve() not in target.parents:
                 problems.append(f"{readme.relative_to(REPO)}: link {link}")
+            elif anchor and target.suffix == ".md" and anchor not in heading_anchors(target):
+                problems.append(f"{readme.relative_to(REPO)}: link {link}#{anchor}: no such heading")
     assert problems == []
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings: lower case, punctuation but `-` and `_` dropped, spaces to `-`."""
+    anchors, fenced = set(), False
+    for line in text(path).splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#+ ", line):
+            anchors.add(re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-"))
+    return anchors
 
 
 # -- the README's command substitutions work as written ---------------------------------------------------
@@ -354,7 +371,7 @@ def test_media_stats_substitutions_run_without_the_code_execution_opt_in(tmp_pat
     env.update({"HF_HOME": str(tmp_path / "hf"), "HF_DATASETS_CACHE": str(tmp_path / "hf_datasets"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     for benchmark in BENCHMARKS:
         env.update(importlib.import_module(f"lmms_tasks.utils.testing.fixtures.{benchmark}").write(tmp_path / benchmark).env)
-    substitutions = sorted({m for readme in READMES for m in re.findall(r"\$\((python -m lmms_tasks media-stats[^)]*)\)", text(readme))})
+    substitutions = sorted({m for readme in DOCUMENTS for m in re.findall(r"\$\((python -m lmms_tasks media-stats[^)]*)\)", text(readme))})
     general = "python -m lmms_tasks media-stats --max"
     assert general in substitutions  # the general vLLM command's
     # the general one exactly as a shell runs it; the per-benchmark ones through the same entry point in-process
@@ -376,7 +393,7 @@ def media_stats_commands() -> list[str]:
     """Each README command that takes `limit_mm_per_prompt` from `media-stats`: from the line that runs
     media-stats to the end of the launch command after it (continuation lines joined)."""
     found = []
-    for readme in READMES:
+    for readme in DOCUMENTS:
         for block in code_blocks(text(readme)):
             if "limit_mm_per_prompt" not in block:
                 continue
@@ -412,3 +429,167 @@ def test_a_failed_media_stats_stops_the_readme_commands(tmp_path: Path) -> None:
         assert "RAN" not in silent.stdout and silent.returncode != 0, (block, silent.stdout)
         worked = run_block(block, "echo 7", tmp_path)
         assert worked.returncode == 0 and 'limit_mm_per_prompt={"image":7}' in worked.stdout, (block, worked.stdout, worked.stderr)
+
+
+# -- issue 32: a README that leads, each reference once, every claim true -----------------------------------
+
+README_MAX_LINES = 400
+
+# Each reference table, by its header row: it must exist exactly once across the README, docs/ and the
+# benchmark READMEs (two copies drift apart: the judge table once did).
+REFERENCE_TABLES = {
+    "judge settings": "| environment variable | YAML `metadata.judge` key | default | meaning |",
+    "metric keys": "| task / group | benchmark setting | headline | every metric key (`metric,filter` in results.json) |",
+    "standard-error units": "| metric | unit (n) | standard error |",
+    "environment variables": "| variable | meaning |\n|---|---|\n| `VLM2_BENCH_DATA`, ",
+    "data layouts": "| variable | layout |",
+    "exit statuses": "| status | meaning | outputs |",
+    "lmms-eval patches": "| patch | what it adds | why our tasks need it |",
+    "official formats read": "| benchmark | `PATH` | scored |",
+    "official formats written": "| benchmark | written | the official command that reads it |",
+    "official-format mapping": "| official scorer output | our metric |",
+    "task needs": "| task / group | kind | model input | judge (key variable) | code execution | prior run |",
+}
+
+
+def every_document() -> list[Path]:
+    return [*READMES, *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_readme_is_a_path_of_at_most_400_lines() -> None:
+    lines = text(TOP).splitlines()
+    assert len(lines) <= README_MAX_LINES, len(lines)
+    headings = [line for line in lines if line.startswith("## ")]
+    order = ["Quick start", "`lmms-tasks` command", "Every task", "offline", "first real run", "Full runs", "judge calls and cost", "Pinning the data", "Troubleshooting", "More"]
+    positions = [next(i for i, h in enumerate(headings) if key in h) for key in order]
+    assert positions == sorted(positions), headings
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_TABLES))
+def test_each_reference_table_exists_once(name: str) -> None:
+    where = [p.relative_to(REPO).as_posix() for p in every_document() for _ in range(text(p).count(REFERENCE_TABLES[name]))]
+    assert len(where) == 1, (name, where)
+
+
+def test_vllm_image_limit_is_explained_once() -> None:
+    """Why `limit_mm_per_prompt` matters and where its value comes from is explained in one place; the
+    README and the benchmark READMEs name it and link there."""
+    for explanation in ("vLLM refuses a request with more images than this", "must cover the most images one request carries"):
+        where = [p.relative_to(REPO).as_posix() for p in every_document() for _ in range(re.sub(r"\s+", " ", text(p)).count(explanation))]
+        assert where == ["docs/BACKENDS.md"], (explanation, where)
+
+
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def test_quick_start_has_as_many_commands_as_it_says() -> None:
+    markdown = text(TOP)
+    heading = re.search(r"^## Quick start \((\w+) commands?\)$", markdown, flags=re.M)
+    assert heading, "the quick start says how many commands it has"
+    block = code_blocks(markdown[heading.end() :])[0]
+    commands = [line for line in block.replace("\\\n", " ").splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(commands) == NUMBERS[heading.group(1)], commands
+    assert "--work-dir" in block  # where the demo's outputs stay, said in the command itself
+
+
+def test_judge_failure_is_described_as_the_code_behaves() -> None:
+    """A judge request that fails after its retries is left out of the score (not averaged as 0) and the run
+    exits with status 3; the docs and the report's captions say so, and nothing says it is scored 0."""
+    from lmms_tasks.utils.commands.report import sections
+    from lmms_tasks.utils.haerae_vision.metrics import ScoredTask
+    from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
+
+    task = ScoredTask("haerae_vision_original", "original", {"a": 1.0, "b": None}, {"a": "x", "b": "x"}, "", failed=frozenset({"b"}))
+    assert task.mean() == 1.0 and task.failures == 1  # left out: counted as 0 it would be 0.5
+    assert task.category_means() == {"x": 1.0}
+    judge = text(REPO / "docs" / "JUDGE.md")
+    block = judge.split("<!-- judge-failure -->", 1)[1].split("\n\n", 1)[0]
+    assert "**left out**" in block and "never averaged as a 0" in block and f"status {EXIT_INCOMPLETE}" in block.replace("\n", " ")
+    wrong = re.compile(r"official rule \(for HAERAE-Vision: 0\)|never crashes because of the judge|failed judgements 0|both count 0")
+    source = Path(sections.__file__).read_text(encoding="utf-8")
+    for where, content in [*((p.relative_to(REPO).as_posix(), text(p)) for p in every_document()), ("report/sections.py", source)]:
+        assert not wrong.search(content.replace("\n", " ")), where
+    assert "left out of the scores, never counted 0" in source
+
+
+PRECEDENCE_WORDS = {"built-in": "built-in", "environment": "environment", "yaml": "metadata.judge", "recorded": "recorded with the run", "options": "--judge-"}
+
+
+def judge_precedence_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The levels of `score`'s judge settings, lowest first, found by behaviour: each level sets the model,
+    and the level whose model wins when all are set is removed until none is left."""
+    from lmms_tasks.utils.commands import score
+    from lmms_tasks.utils.services.judge import JudgeConfig
+
+    root = tmp_path / "tasks" / "bench"
+    root.mkdir(parents=True)
+    (root / "probe.yaml").write_text("task: probe\nmetadata:\n  judge: {model: yaml}\n", encoding="utf-8")
+    levels = list(score.PRECEDENCE)
+    found: list[str] = []
+    remaining = set(levels)
+    while remaining:
+        env = {"LMMS_TASKS_JUDGE_MODEL": "environment"} if "environment" in remaining else {}
+        recorded = {"model": "recorded"} if "recorded" in remaining else {}
+        options = {key: ("options" if key == "judge_model" else None) for key in score.JUDGE_OPTIONS} if "options" in remaining else {}
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("LMMS_TASKS_JUDGE_")]:
+                m.delenv(key)
+            for key, value in env.items():
+                m.setenv(key, value)
+            with score.judge_settings(recorded, options):
+                model = JudgeConfig.resolve("probe" if "yaml" in remaining else None, default_model="built-in", root=str(tmp_path / "tasks")).model
+        found.insert(0, model)
+        remaining.discard(model)
+    return found
+
+
+def test_judge_precedence_lists_are_the_codes_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    order = judge_precedence_resolved(tmp_path, monkeypatch)
+    assert order == ["built-in", "environment", "yaml", "recorded", "options"]
+    for path in (REPO / "docs" / "JUDGE.md", BENCHMARK_READMES["haerae_vision"]):
+        block = text(path).split("<!-- judge-precedence:start -->", 1)[1].split("<!-- judge-precedence:end -->", 1)[0]
+        items = [line for line in block.splitlines() if re.match(r"\d+\. ", line)]
+        matched = [[level for level, word in PRECEDENCE_WORDS.items() if word in item] for item in items]
+        assert all(len(m) == 1 for m in matched), (path.name, items)  # each line names one level
+        assert [m[0] for m in matched] == order, (path.name, items)
+
+
+def test_revision_claims_match_the_loaders() -> None:
+    """What the README says is pinned is what the loaders load; nothing claims every source is pinned."""
+    import importlib
+
+    sources = [importlib.import_module(f"lmms_tasks.utils.{m}").SOURCE for m in ("vlm2_bench.data", "humaneval_v.hooks", "humaneval_v.v1", "haerae_vision.data")]
+    rows = {r[0].strip("`"): r for r in table_after(text(TOP), "## Pinning the data")}
+    assert set(rows) == {s.revision_var for s in sources}
+    for source in sources:
+        cell = rows[source.revision_var][1]
+        assert f"`{source.default_revision}`" in cell
+        assert ("not pinned" in cell) == (not source.pinned), cell
+        assert codes(rows[source.revision_var][2]) == [source.env_var]
+    for path in every_document():
+        assert not re.search(r"every (?:task|data source)[^.]*pinned revision", text(path).replace("\n", " ")), path
+
+
+def test_versions_named_are_the_ones_installed() -> None:
+    from importlib.metadata import version
+
+    installed = ".".join(version("transformers").split(".")[:2])
+    for path in every_document():
+        for named in re.findall(r"transformers (\d+\.\d+)", text(path)):
+            assert named == installed, (path.name, named, installed)
+    setup = text(REPO / "scripts" / "setup_env.sh")
+    for pin in re.findall(r"(torch(?:vision)?==[\d.]+)", text(TOP)):
+        assert pin in setup, pin
+
+
+def test_console_command_and_test_command_are_documented() -> None:
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    scripts = dict(line.split(" = ") for line in config["options.entry_points"]["console_scripts"].strip().splitlines())
+    assert scripts == {"lmms-tasks": "lmms_tasks.__main__:main"}
+    top = text(TOP)
+    assert "`lmms-tasks COMMAND`" in top and "python -m lmms_tasks tasks" in top and "python -m lmms_tasks stand-in" in top
+    ci = text(REPO / ".ci" / "run")
+    assert "./scripts/test.sh" in ci and "`./scripts/test.sh`" in top and "`.ci/run`" in top

@@ -15,6 +15,7 @@ the prose fails it too.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -559,8 +560,31 @@ def check_paired(t: Checker, demo: Demo, refs: Any) -> None:
             t.number(r, 10, 1.0 if mean == 0 else 0.0, 4)
 
 
+def check_data(t: Checker, demo: Demo, refs: Any) -> None:
+    """Every task of every run has a row with what its loader recorded; the demo's data are local fixtures,
+    so each row lists every fixture file the task read with its sha256, computed here from the file."""
+    assert t.header == ["Run", "Task", "Source", "Revision", "Commit", "Files (sha256)"]
+    seen = set()
+    for r, row in enumerate(t.rows):
+        run = demo.runs[row[0]]
+        task = code(row[1])
+        _, data = run.owner(task)
+        record = data["configs"][task]["metadata"]["data_source"]
+        assert record["source"] == "local" and code(row[2]) == f"{record['env_var']}={record['root']}"
+        root = Path(record["root"])
+        files = dict(re.findall(r"`([^`]+)` `([0-9a-f]{64})`", row[5]))
+        assert files == {name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in record["files"]}
+        assert files, row
+        t.checked.add((r, 4))
+        assert row[4] == "N/A"
+        seen.add((row[0], task))
+    expected = {(label, name) for label, run in demo.runs.items() for _, d in run.results for name in d.get("configs", {})}
+    assert seen == expected
+
+
 CHECKERS = {
     "runs": check_runs,
+    "data": check_data,
     "vlm2-table1": check_vlm2_table1,
     "vlm2-scores": check_vlm2_scores,
     "vlm2-exact": check_vlm2_exact,

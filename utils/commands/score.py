@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from argparse import Namespace
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,17 @@ def judge_overrides(options: dict[str, Any]) -> Iterator[None]:
                 os.environ.pop(judge.ENV_PREFIX + suffix, None)
             else:
                 os.environ[judge.ENV_PREFIX + suffix] = value
+
+
+@contextlib.contextmanager
+def judge_settings(recorded: Mapping[str, Any], options: dict[str, Any]) -> Iterator[None]:
+    """The judge `score` uses, lowest first (`PRECEDENCE`): the benchmark's built-in default < LMMS_TASKS_JUDGE_*
+    < the task YAML's metadata.judge < the judge recorded with the run < the --judge-* options."""
+    with judge.overrides(**recorded), judge_overrides(options):
+        yield
+
+
+PRECEDENCE = ("built-in", "environment", "yaml", "recorded", "options")
 
 
 # -- the run's judge -------------------------------------------------------------------------------------
@@ -455,7 +466,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
     parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
     parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
-    parser.add_argument("--output-dir", type=Path, default=None, help="where judgements and the re-scored JSON go (default: beside the samples)")
+    parser.add_argument("--output-dir", type=Path, default=None, help="where the re-scored JSON and this re-score's judgements/ and executions/ go (default: the samples file's folder, which lmms-eval puts one level below the run's own judgements/; the line printed last says where they went)")
     parser.add_argument("--filter", default=None, help="filter name for the metric keys (default: the task's own, e.g. n6; else none)")
     parser.add_argument("--allow-partial", action="store_true", help="score a samples file holding fewer samples than the run evaluated (a warning instead of exit status 2)")
     parser.add_argument("--ignore-run-judge", action="store_true", help="do not reuse the judge settings recorded with the run (environment and task YAML apply, as in a run)")
@@ -476,7 +487,7 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         samples = read_samples(samples_path)
         task = args.task or infer_task(samples_path, samples)
         recorded = None if args.ignore_run_judge else run_judge(samples_path, task)
-        with judge.overrides(**(recorded[0] if recorded else {})), judge_overrides(judge_options):
+        with judge_settings(recorded[0] if recorded else {}, judge_options):
             if recorded:
                 shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
                 print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
@@ -487,4 +498,16 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     output_dir = args.output_dir or samples_path.parent
-    return emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
+    status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
+    print(records_note(output_dir, run_output_path(samples_path)))
+    return status
+
+
+def records_note(output_dir: Path, run_dir: Path | None) -> str:
+    """Where this re-score's judgement and execution records went, beside the run's own (left unchanged)."""
+    written = f"re-score records: {output_dir / 'judgements'}/ and {output_dir / 'executions'}/ (where the task judges or executes)"
+    if run_dir is not None and run_dir.resolve() != output_dir.resolve():
+        written += f"; the run's own records in {run_dir / 'judgements'}/ are left unchanged"
+    elif run_dir is not None:
+        written += " (the run's own folders: the run's records of this task are replaced by the re-score's)"
+    return written

@@ -16,12 +16,12 @@ from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checkli
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
 
-# The HF dataset's commit could not be resolved offline when this port was written: "main" is pinned
-# explicitly here, in this one place (see the task README). Replace it with a commit sha to freeze the data.
+# The HF dataset's commit could not be resolved offline when this port was written: this follows "main"
+# unless HAERAE_VISION_REVISION names a commit (see the task README); the commit loaded is recorded with every run.
 HF_REPO = "HAERAE-HUB/HAERAE-VISION"
 HF_REVISION = "main"
 SPLIT = "train"  # the only public split (165 items); the card's recorded size (653) is stale
-SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA")
+SOURCE = DataSource("haerae_vision", HF_REPO, HF_REVISION, "HAERAE_VISION_DATA", "HAERAE_VISION_REVISION")
 
 # What inference and the judge need of each item (spec 3.1); images are checked as images. The official
 # current pipeline loads images with PIL's LOAD_TRUNCATED_IMAGES, so a truncated one is accepted here too.

@@ -42,7 +42,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         warn_about_model_args(task)
         return data.load_docs(variant)
 
-    return task_loader(task, build)
+    return task_loader(task, build, source=data.SOURCE, source_split=data.SPLIT)
 
 
 def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:

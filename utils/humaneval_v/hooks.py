@@ -36,7 +36,7 @@ from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.taskconfig import task_metadata
 
-SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA")
+SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA", "HUMANEVAL_V_REVISION")
 # What the scorer needs of each row (spec 2.2); the diagram is checked as an image (header and completeness).
 FIELDS = [
     schema.Field("qid", schema.text()),
@@ -134,7 +134,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
                 rows.append({**doc, **stamp, "hev_sample_index": index, "hev_specification": description})
         return datasets.Dataset.from_list(rows)
 
-    return task_loader(task, build)
+    return task_loader(task, build, source=SOURCE)
 
 
 def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
@@ -147,7 +147,7 @@ def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_sample_index": 0}
         return v1.load_documents().map(lambda doc: stamp, desc=f"{task}: stamping")
 
-    return task_loader(task, build)
+    return task_loader(task, build, source=v1.SOURCE)
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:

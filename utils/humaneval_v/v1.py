@@ -18,7 +18,7 @@ from lmms_tasks.utils.services.prompts import prompt, prompt_sha256
 # The last HF revision known to hold the 108-task release (its `data/` was last written by the upload
 # commit 3c5a0b8; established offline from the Hub's pages, see the README). HUMANEVAL_V1_DATA avoids the
 # question: a local copy of that layout (data/test-*.parquet).
-SOURCE = DataSource("humaneval_v1", "HumanEval-V/HumanEval-V-Benchmark", "b639103e8e2cd33cfa87ef59825886545a33eef8", "HUMANEVAL_V1_DATA")
+SOURCE = DataSource("humaneval_v1", "HumanEval-V/HumanEval-V-Benchmark", "b639103e8e2cd33cfa87ef59825886545a33eef8", "HUMANEVAL_V1_DATA", "HUMANEVAL_V1_REVISION")
 EXPECTED_TASKS = 108
 PROMPT_KEY = "humanevalv/v1/CODE_GEN_TASK_PROMPT"
 SETTING = "v1"

@@ -1,17 +1,24 @@
 """Where each benchmark's data comes from: a local copy named by one environment variable, or the real
-Hugging Face source at a pinned revision.
+Hugging Face source at a pinned revision (overridable per benchmark: `<BENCH>_REVISION`).
 
 Every task loads its documents through a `custom_dataset` loader made by `task_loader` (lmms-eval calls it
 instead of `datasets.load_dataset`), so one environment variable can switch a benchmark between a local
 copy and the pinned Hub revision. Tests point the variables at generated fixtures, so this exact code is
 what they exercise.
+
+What a task actually loaded is recorded in the run's outputs: the loader writes `DataSource.provenance()`
+(the Hub commit where the Hub reports one, or the sha256 of every local data file read) into the task
+config's `metadata.data_source`, which lmms-eval writes to results.json under `configs.<task>`, and
+`python -m lmms_tasks report` shows it.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -68,20 +75,35 @@ def is_network_error(exc: BaseException) -> bool:
     return False
 
 
-def task_loader(task: str, build: Callable[[], datasets.Dataset | list[dict[str, Any]]], split: str = "test") -> Callable[..., datasets.DatasetDict]:
+PROVENANCE_KEY = "data_source"  # the task config's metadata key that records what was loaded
+
+
+def task_loader(
+    task: str,
+    build: Callable[[], datasets.Dataset | list[dict[str, Any]]],
+    split: str = "test",
+    source: DataSource | None = None,
+    source_split: str | None = None,
+) -> Callable[..., datasets.DatasetDict]:
     """The `custom_dataset` loader of one task: `build()`'s documents as split `split`.
 
     Any error while building or checking the documents becomes a `DataError` that names the task (exit
     status 1; lmms-eval does not retry it); a network error is raised as it is, so lmms-eval retries it.
+    With `source`, what was loaded (`source.provenance(source_split)`) is written into the task config's
+    metadata (lmms-eval passes the config's own dict), so results.json records it under
+    `configs.<task>.metadata.data_source`.
     """
 
     def load(metadata: Any = None, **_: Any) -> datasets.DatasetDict:
         try:
             docs = build()
+            provenance = source.provenance(source_split) if source is not None else None
         except Exception as exc:  # noqa: BLE001 - every load error must name the task and stop the run
             if is_network_error(exc):
                 raise
             raise DataError(f"{task}: {exc}") from exc
+        if provenance is not None and isinstance(metadata, dict):
+            metadata[PROVENANCE_KEY] = provenance
         dataset = docs if isinstance(docs, datasets.Dataset) else datasets.Dataset.from_list(list(docs))
         return datasets.DatasetDict({split: dataset})
 
@@ -90,14 +112,32 @@ def task_loader(task: str, build: Callable[[], datasets.Dataset | list[dict[str,
     return load
 
 
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
 @dataclass(frozen=True)
 class DataSource:
-    """A benchmark's data: the HF dataset repository, its pinned revision and the override variable."""
+    """A benchmark's data: the HF dataset repository, its built-in revision, the override variable (a local
+    copy) and the revision variable (`<BENCH>_REVISION`, e.g. `HAERAE_VISION_REVISION`: a commit sha, tag or
+    branch to load instead of the built-in one). `local_files` are the data files a local copy's provenance
+    hashes (globs under the copy's root); None: the split's parquet files."""
 
     name: str
     repo_id: str
-    revision: str
+    default_revision: str
     env_var: str
+    revision_var: str
+    local_files: tuple[str, ...] | None = None
+
+    @property
+    def revision(self) -> str:
+        """The revision to load: `<BENCH>_REVISION` when set, else the built-in one."""
+        return os.environ.get(self.revision_var, "").strip() or self.default_revision
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the revision loaded from the Hub is a commit (fixed data), not a branch or tag that moves."""
+        return bool(COMMIT.fullmatch(self.revision))
 
     def local_root(self) -> Path | None:
         """The directory named by the environment variable, or None when it is unset."""
@@ -112,6 +152,50 @@ class DataSource:
     def describe(self) -> str:
         root = self.local_root()
         return f"{self.env_var}={root}" if root else f"hf://datasets/{self.repo_id}@{self.revision}"
+
+    def provenance(self, split: str | None = None) -> dict[str, Any]:
+        """What a load of this source read: a local copy's data files with their sha256, or the Hub repository,
+        the revision asked for and the commit it resolved to (None where neither the revision nor the local
+        Hugging Face cache says)."""
+        root = self.local_root()
+        if root is not None:
+            if self.local_files is None:
+                files = split_files(self, split or "test") or []
+            else:
+                files = sorted({Path(f) for pattern in self.local_files for f in glob.glob(str(root / pattern), recursive=True) if Path(f).is_file()})
+            return {
+                "source": "local",
+                "env_var": self.env_var,
+                "root": str(root),
+                "files": {path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path): file_sha256(path) for path in files},
+            }
+        return {"source": "hub", "repo_id": self.repo_id, "revision": self.revision, "revision_var": self.revision_var, "commit": hub_commit(self.repo_id, self.revision)}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def hub_commit(repo_id: str, revision: str, cache_dir: str | os.PathLike | None = None) -> str | None:
+    """The commit a Hub revision resolved to: the revision itself when it is a commit sha, else the ref the
+    Hugging Face cache recorded when the data was downloaded (`datasets--<owner>--<name>/refs/<revision>`),
+    else None (never a network call)."""
+    if COMMIT.fullmatch(revision):
+        return revision
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return None
+    ref = Path(cache_dir or constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}" / "refs" / revision
+    try:
+        commit = ref.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return commit if COMMIT.fullmatch(commit) else None
 
 
 def split_files(source: DataSource, split: str) -> list[Path] | None:
@@ -232,13 +316,15 @@ def release_root(source: DataSource, cache_name: str) -> Path:
     from huggingface_hub import snapshot_download
 
     hf_home = Path(os.path.expanduser(os.environ.get("HF_HOME", "~/.cache/huggingface")))
-    target = hf_home / cache_name
+    # another revision (`<BENCH>_REVISION`) is extracted beside the built-in one, never over it
+    target = hf_home / (cache_name if source.revision == source.default_revision else f"{cache_name}@{source.revision}")
     marker = target / f".extracted-{source.revision}"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if marker.exists():
             return target
         snapshot = snapshot_download(repo_id=source.repo_id, revision=source.revision, repo_type="dataset", allow_patterns=["*.zip"])
+        # the snapshot folder is named by the commit (`snapshots/<sha>`), and the cache's refs/<revision> records it
         archives = sorted(glob.glob(os.path.join(snapshot, "**", "*.zip"), recursive=True))
         if not archives:
             raise DataError(f"{source.repo_id}@{source.revision} has no .zip archive to extract")
@@ -247,7 +333,7 @@ def release_root(source: DataSource, cache_name: str) -> Path:
             logger.info(f"{source.name}: extracting {archive} into {target}")
             with zipfile.ZipFile(archive) as zf:
                 zf.extractall(target)
-        marker.write_text(source.revision)
+        marker.write_text(Path(snapshot).name)  # the commit the revision resolved to
     return target
 
 

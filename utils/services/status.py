@@ -10,7 +10,7 @@ are still written, but its numbers are not final. Whoever ends the run reads the
 - `python -m lmms_tasks score` chooses its own exit status from the faults of the task it re-scored.
 
 This module knows nothing of how lmms-eval ends a process; it only records. The exit statuses below are
-the same for every entry point (see the README's "When something goes wrong").
+the same for every entry point (docs/EXIT_STATUS.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 HF_MARK = "readme-hf"
 _BLOCK = re.compile(r"(?:<!-- (?P<mark>[\w-]+): (?P<name>\w+) -->\n)?```bash\n(?P<body>.*?)```", re.DOTALL)
 
-# What a CPU-only machine adds to the HF commands (see the README, "Real model backends").
+# What a CPU-only machine adds to the HF commands (docs/BACKENDS.md, "Hugging Face").
 CPU_DEVICE_ARGS = {"device": "cpu", "device_map": "cpu"}
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -127,28 +126,33 @@ def run_demo(
     return outcome
 
 
+USAGE = """Try every task end to end, offline and without API keys: small generated data in each
+benchmark's real format, a local stand-in server on 127.0.0.1 playing the model under test and the judge,
+and the real `lmms-eval` command. It prints lmms-eval's results tables and ends with a results report.
+
+Everything it writes (data, lmms-eval results and samples, judgements, the report) stays in one folder:
+--work-dir, or a new temporary folder whose path it prints first and last (delete it when done)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_tasks demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m lmms_tasks demo", description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated subset of " + ",".join(BENCHMARKS))
-    parser.add_argument("--work-dir", type=Path, default=None, help="keep fixtures and results here (default: a temporary directory, removed)")
-    parser.add_argument("--num-processes", type=int, default=1, help="run lmms-eval under `accelerate launch --num_processes N`")
-    parser.add_argument("--models", type=int, choices=(1, 2), default=1, help="stand-in models to evaluate (2: a second model with different replies)")
-    parser.add_argument("--report-dir", type=Path, default=None, help="where to write the results report (default: <work-dir>/report, or a new temporary directory that is kept)")
+    parser.add_argument("--work-dir", type=Path, default=None, help="the folder for everything the demo writes (default: a new temporary folder, kept)")
+    parser.add_argument("--num-processes", type=int, default=1, help="run lmms-eval as N processes (`accelerate launch --num_processes N`)")
+    parser.add_argument("--models", type=int, choices=(1, 2), default=1, help="stand-in models to evaluate (2: a second model with different replies, compared in the report)")
+    parser.add_argument("--report-dir", type=Path, default=None, help="where to write the results report (default: <work-dir>/report)")
     parser.add_argument("--no-report", action="store_true", help="do not write the results report")
     args = parser.parse_args(argv)
     benchmarks = [b for b in args.benchmarks.split(",") if b]
     unknown = sorted(set(benchmarks) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
-    work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="lmms_tasks_demo_"))
-    try:
-        outcome = run_demo(benchmarks, work_dir, args.num_processes, models=args.models)
-        if not args.no_report:
-            report_dir = args.report_dir or (work_dir / "report" if args.work_dir else Path(tempfile.mkdtemp(prefix="lmms_tasks_demo_report_")))
-            _write_report(list(outcome.run_dirs.values()), report_dir)
-    finally:
-        if args.work_dir is None:
-            shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir = (args.work_dir or Path(tempfile.mkdtemp(prefix="lmms_tasks_demo_"))).resolve()
+    print(f"demo: everything is written under {work_dir}", flush=True)
+    outcome = run_demo(benchmarks, work_dir, args.num_processes, models=args.models)
+    if not args.no_report:
+        _write_report(list(outcome.run_dirs.values()), args.report_dir or work_dir / "report")
+    print(f"\ndemo: results, samples, judgements and data are kept in {work_dir}", flush=True)
     return 0
 
 

@@ -183,7 +183,11 @@ class StandInServer:
         latency: float = 0.0,
         hang_seconds: float = 30.0,
         log_path: str | None = None,
+        port: int = 0,
+        model_alias: Callable[[str], str] | None = None,
     ) -> None:
+        """`port` 0 takes a free port; `model_alias` maps each request's model name before rules see it (the
+        `stand-in` command answers every model but the judge as the scripted model under test)."""
         self._rules: list[_Rule] = []
         self._faults: list[_Fault] = []
         self._lock = threading.Lock()
@@ -192,6 +196,8 @@ class StandInServer:
         self.latency = latency
         self.hang_seconds = hang_seconds
         self.log_path = log_path
+        self._port = port
+        self.model_alias = model_alias
         self.requests: list[RecordedRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -284,7 +290,7 @@ class StandInServer:
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # many concurrent clients (judge benchmarks) must not be refused
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd = Server(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="stand-in-openai", daemon=True)
         self._thread.start()
@@ -309,7 +315,7 @@ class StandInServer:
         request = RecordedRequest(
             index=next(self._counter),
             path=handler.path,
-            model=str(body.get("model", "")),
+            model=self.model_alias(str(body.get("model", ""))) if self.model_alias else str(body.get("model", "")),
             messages=body.get("messages") or [],
             params=params,
             headers={k.lower(): v for k, v in handler.headers.items()},

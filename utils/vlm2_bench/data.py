@@ -19,9 +19,11 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 
 # The HF repository's history contains "delete dataset for updated version" commits, so a commit sha
-# should be pinned here; none could be verified offline, so this follows the repository's main branch.
+# should be pinned here; none could be verified offline, so this follows the repository's main branch
+# unless VLM2_BENCH_REVISION names a commit. The commit actually loaded is recorded with every run.
 HF_REVISION = "main"
-SOURCE = DataSource("vlm2_bench", "Sterzhang/vlm2-bench", HF_REVISION, "VLM2_BENCH_DATA")
+# a local copy's provenance hashes its question files (the images and videos are checked by content, not hashed)
+SOURCE = DataSource("vlm2_bench", "Sterzhang/vlm2-bench", HF_REVISION, "VLM2_BENCH_DATA", "VLM2_BENCH_REVISION", local_files=("jsonl/**/*.jsonl",))
 CACHE_NAME = "vlm2_bench"
 
 IMAGE_DIRS = {"gc": "data/gc/processed", "oc": "data/oc/original_obj", "pc": "data/pc/image/picks_face"}

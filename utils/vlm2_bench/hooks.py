@@ -31,7 +31,7 @@ from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
-from lmms_tasks.utils.vlm2_bench.data import load_docs
+from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
     Pair,
     count_stats,
@@ -80,7 +80,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
             announce(JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS), task)
         return load_docs(subtask)
 
-    return task_loader(task, build)
+    return task_loader(task, build, source=SOURCE)
 
 
 def doc_to_visual(doc: Item) -> list[Any]:

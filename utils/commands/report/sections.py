@@ -87,7 +87,36 @@ def runs_section(runs: Sequence[Run]) -> Section:
     ]
     if notes:
         section.blocks.append("When a task appears in several results files of a run, the newest file is read:\n\n" + "\n".join(notes))
+    data = data_table(runs)
+    if data.rows:
+        section.blocks.append(data)
     return section
+
+
+def data_table(runs: Sequence[Run]) -> Table:
+    """What each task of each run loaded, as the run recorded it (`configs.<task>.metadata.data_source`)."""
+    from lmms_tasks.utils.services.data import PROVENANCE_KEY
+
+    table = Table("data", "Data each task loaded", ["Run", "Task", "Source", "Revision", "Commit", "Files (sha256)"])
+    for run in runs:
+        for task in sorted(run.owner):
+            config = (run.owner[task].data.get("configs") or {}).get(task) or {}
+            record = (config.get("metadata") or {}).get(PROVENANCE_KEY) if isinstance(config, Mapping) else None
+            if not isinstance(record, Mapping):
+                continue
+            if record.get("source") == "local":
+                files = "; ".join(f"`{name}` `{digest}`" for name, digest in sorted((record.get("files") or {}).items())) or NA
+                table.add(run.label, f"`{task}`", f"`{record.get('env_var')}={record.get('root')}`", "local copy", NA, files)
+            else:
+                commit = f"`{record['commit']}`" if record.get("commit") else "not reported"
+                table.add(run.label, f"`{task}`", f"`hf://datasets/{record.get('repo_id')}`", f"`{record.get('revision')}`", commit, NA)
+    table.note = (
+        "Recorded by each task's loader in results.json (`configs.<task>.metadata.data_source`): the Hugging Face revision asked for and "
+        "the commit it resolved to, or the sha256 of every data file a local copy (`<BENCH>_DATA`) provided. Runs made before lmms-tasks "
+        "recorded it have no row."
+    )
+    table.collapsed = True
+    return table
 
 
 # -- VLM2-Bench ---------------------------------------------------------------------------------------------
@@ -528,7 +557,7 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
     for category in categories:
         by_category.add(category, *(fmt(per_run[run.label][variant].get(category), UNIT) for run in have for variant, _ in HAERAE_TASKS))
     by_category.note = (
-        "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category, failed judgements 0), "
+        "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category over the judged items: a reply without a usable score counts 0, a request that failed after its retries is left out), "
         "from `judgements/<task>.summary.json` (older runs: the results file); no standard error is recorded per category."
     )
     judge = Table(
@@ -552,8 +581,8 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
                 row.get("record", NA),
             )
     judge.note = (
-        "Parse failures: judge replies without a parseable score; transport failures: requests that still failed after "
-        "the retries; both count 0. From `judgements/<task>.summary.json` (or the task's `judge_info`). `judge_failures` and "
+        "Parse failures: judge replies without a parseable score (counted 0, officially); transport failures: requests that still "
+        "failed after the retries (left out of the scores, never counted 0; the run exits with status 3). From `judgements/<task>.summary.json` (or the task's `judge_info`). `judge_failures` and "
         "`judge_unparsed`: the task's own counts (transport failures and unparsed replies; runs without `judge_unparsed` count both in `judge_failures`)."
     )
     plot_runs, plot_errors = [], []
