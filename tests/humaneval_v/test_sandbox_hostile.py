@@ -541,17 +541,20 @@ def test_setsid_daemon_with_a_cleared_environment_dies(limits: Limits, tmp_path:
 
 @pytest.mark.parametrize("limits", [LIMITS, FALLBACK_BOMB], ids=["namespaces", "fallback"])
 def test_fork_bomb_is_contained(limits: Limits) -> None:
+    # the bug guarded against (the bomb escaping containment) shows as processes left behind (the autouse
+    # check), a dead guard ("sandbox guard died") or a message of the watchdog: each outcome below excludes them
     result = run("import os\nwhile True:\n    os.fork()\n", limits)
-    assert result.status in ("failed", "timeout") and "guard" not in result.message
+    # failed: the original process got EAGAIN at the task limit; timeout: on a starved machine its 2 s timer fired first
+    assert (result.status, result.exception) in (("failed", "BlockingIOError"), ("timeout", "")), result
     # a bomb that swallows fork errors keeps trying until the deadline; its original process times out
     # alone (timers do not pass to forks) and its children go on forking: still contained, the guard alive
     result = run("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", limits)
-    assert result.status in ("failed", "timeout") and "guard" not in result.message
+    assert result.status == "timeout" and "guard" not in result.message, result
     # children that leave the process group escape a group kill: found as the guard's descendants, stopped
     # (a stopped process cannot fork) and then killed
     splitting = "import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setpgid(0, 0)\n    except OSError:\n        pass\n"
     result = run(splitting, limits)
-    assert result.status in ("failed", "timeout") and "guard" not in result.message
+    assert result.status == "timeout" and "guard" not in result.message, result
 
 
 @pytest.mark.parametrize("limits", [Limits(**{**LIMITS.as_json(), "cgroup": False}), FALLBACK_BOMB], ids=["namespaces-no-cgroup", "fallback"])
@@ -755,10 +758,16 @@ def test_closing_stdout_fails_without_breaking_the_harness() -> None:
 
 @pytest.mark.parametrize("limits", MODES)
 def test_killing_the_parent_only_fails_the_program(limits: Limits) -> None:
-    # inside the pid namespace the parent is init, immune to signals from inside; in the fallback Landlock
-    # scopes signals, or (without it) killing the guard fails the program
+    # where Landlock scopes signals the kill itself is refused; without that scope, inside the pid namespace the
+    # parent is init, which ignores SIGKILL from inside (the program sleeps into its timeout), and in the
+    # fallback the parent (the guard) dies and the program fails with that reason
     result = run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(5)\n", limits)
-    assert result.status in ("failed", "timeout")
+    if "landlock:signal+abstract-unix" in result.confinement:
+        assert result.status == "failed" and result.exception == "PermissionError", result
+    elif limits.namespaces:
+        assert result.status == "timeout", result
+    else:
+        assert result.status == "failed" and result.message.startswith("sandbox guard died"), result
 
 
 def test_killing_itself_fails() -> None:
