@@ -3,13 +3,56 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# lmms-eval's `models` and `llm_judge.launcher` replace loguru's handlers when first imported, with one bound to
+# the sys.stdout of that moment. Imported in-process during a test that captures (capsys: a task YAML loaded
+# with its `!function`s, as `score --from-official` does for HumanEval-V v1), that stream closes with the test
+# and every later warning ends in loguru's "Logging error ... I/O operation on closed file". Imported here, they
+# bind to the stream of the whole session.
+import lmms_eval.llm_judge.launcher  # noqa: F401
+import lmms_eval.models  # noqa: F401
 import pytest
 
 from lmms_tasks.utils.testing.openai_server import StandInServer
+
+LOGURU_ERROR = "Logging error in Loguru Handler"
+_OWN_BASETEMP = "_lmms_tasks_own_basetemp"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A temporary root of this run's own (unless --basetemp is given): pytest's default root is shared by every
+    run of the user, and each run deletes all but the newest three run folders there, so concurrent runs could
+    delete each other's files. pytest-xdist workers get folders below it (`<basetemp>/popen-gwN`)."""
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = tempfile.mkdtemp(prefix="lmms_tasks-pytest-")
+        setattr(config, _OWN_BASETEMP, config.option.basetemp)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
+    own = getattr(session.config, _OWN_BASETEMP, None)
+    if own is None:
+        return
+    if exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+    else:
+        session.config.get_terminal_writer().line(f"\ntemporary files of this run: {own}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A test whose captured output holds loguru's "Logging error" (a sink writing to a closed stream, ...)
+    fails, even when its own assertions passed."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.passed and LOGURU_ERROR in report.capstderr + report.capstdout:
+        report.outcome = "failed"
+        report.longrepr = f"loguru reported a logging error during {report.when} (see the captured output): {LOGURU_ERROR}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -269,6 +269,35 @@ def test_pass_at_10_and_pass_at_1_of_twenty_samples(tmp_path: Path, monkeypatch:
     assert len(records) == 60 and {r["result"] for r in records} == {"passed", "failed: "}
 
 
+def test_pass_at_10_standard_error_is_that_of_the_per_task_pass_at_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples where pass@1 and pass@10 differ per task (1, 5 and 13 right of 20): each metric's standard error
+    is SD(per-task value x100, ddof=1) / sqrt(tasks) of its own per-task values, as `score` reports it."""
+    import statistics
+    from math import comb, sqrt
+
+    from lmms_tasks.utils.commands.score import aggregate
+
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
+    execution.clear_memo()
+    add, samples = cases.TASKS["t_add"], []
+    for doc_id, (qid, right) in enumerate((("a", 1), ("b", 5), ("c", 13))):
+        replies = ["```python\ndef solution(a, b):\n    return a + b\n```"] * right + ["```python\ndef solution(a, b):\n    return a - b\n```"] * (20 - right)
+        samples.append({"doc_id": doc_id, **hooks.process_results(_doc("humaneval_v1_pass10", qid, *add), replies)})
+    samples = json.loads(json.dumps(samples))  # as `score` reads them back
+    results = aggregate("humaneval_v1_pass10", samples, source="by hand", output_dir=tmp_path / "out")["results"]
+
+    def stderr(values: list[float]) -> float:
+        return statistics.stdev(values) / sqrt(len(values))
+
+    pass_at_10 = [100 * (1 - comb(20 - c, 10) / comb(20, 10)) for c in (1, 5, 13)]  # 50, 98.37..., 100
+    pass_at_1 = [100 * c / 20 for c in (1, 5, 13)]  # 5, 25, 65
+    assert stderr(pass_at_10) != pytest.approx(stderr(pass_at_1))  # the two differ here
+    by_name = {key.split(",")[0]: value for key, value in results.items()}
+    assert by_name["pass@10_stderr"] == pytest.approx(stderr(pass_at_10))
+    assert by_name["pass@10_unrounded_stderr"] == pytest.approx(stderr(pass_at_10))
+
+
 def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The official parse-rate example: four tasks x two replies, three stopped by pylint -> 62.5 (and the
     per-sample results as the official run recorded them)."""

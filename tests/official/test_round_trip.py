@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,26 +65,30 @@ def _expected(results: dict[str, dict], report: dict) -> dict:
     return {key.split(",")[0]: value for key, value in results[task].items()}
 
 
-def test_round_trip_gives_the_runs_own_numbers(exported, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    work, out, demo = exported
+def _score_back(out: Path, scored: Path, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """`score --from-official` on every folder export-official wrote (judge replies and executions from the run's caches)."""
     for key, value in _data_env(work).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(work / "exec_cache"))
     monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
     monkeypatch.setenv("LMMS_TASKS_JUDGE_MAX_RETRIES", "0")
-    scored = out.parent / "scored"
     judge = ["--judge-model", "stand-in-judge", "--judge-base-url", DEAD_JUDGE, "--judge-cache-dir", str(work / "judge_cache")]
     for bench, folder in (("vlm2_bench", "vlm2_bench"), ("humaneval_v", "humaneval_v"), ("humaneval_v", "humaneval_v1"), ("haerae_vision", "haerae_vision")):
         clear_memo()
         clear_executions()
         assert cli.score_main([bench, str(out / folder), "--output-dir", str(scored / folder), *judge]) == 0, capsys.readouterr().err[-3000:]
-    covered: dict[str, set[str]] = {model: set() for model in DEMO_MODELS}
+
+
+def _compare(scored: Path, results_of) -> tuple[dict[str, set[str]], int]:
+    """Every metric of every re-scored file against the run's results.json (`results_of(path)`: the run's
+    results of the file's model); returns the tasks covered per results and how many numbers were compared."""
+    covered: dict[str, set[str]] = {}
     compared = 0
     for path in sorted(scored.rglob("*.rescored.json")):
         report = json.loads(path.read_text(encoding="utf-8"))
-        model = DEMO_MODELS[1] if DEMO_MODELS[1] in path.name else DEMO_MODELS[0]
-        expected = _expected(_run_results(demo, model), report)
+        model, results = results_of(path)
+        expected = _expected(results, report)
         std = "_std_answers" in path.name  # GC answers standardized to T/F: its exact numbers are the run's parsed ones
         for key, value in report["results"].items():
             name = key.split(",")[0]
@@ -97,11 +102,72 @@ def test_round_trip_gives_the_runs_own_numbers(exported, monkeypatch: pytest.Mon
             want = expected[name]
             assert value == (pytest.approx(want) if isinstance(want, float) else want), (path.name, key)
             compared += 1
-        covered[model].add(report["task"])
+        covered.setdefault(model, set()).add(report["task"])
+    return covered, compared
+
+
+def _run_tasks(results: dict[str, dict]) -> set[str]:
+    """The tasks a run scored (not its groups), less the two whose numbers only exist per variant/setting."""
+    tasks = {t for t, section in results.items() if any("," in k for k in section) and not t.endswith(("_bench", "_gc", "_oc", "_pc"))}
+    return tasks - {"humaneval_v", "haerae_vision"}
+
+
+def test_round_trip_gives_the_runs_own_numbers(exported, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    work, out, demo = exported
+    scored = out.parent / "scored"
+    _score_back(out, scored, work, monkeypatch, capsys)
+
+    def results_of(path: Path) -> tuple[str, dict[str, dict]]:
+        model = DEMO_MODELS[1] if DEMO_MODELS[1] in path.name else DEMO_MODELS[0]
+        return model, _run_results(demo, model)
+
+    covered, compared = _compare(scored, results_of)
     for model in DEMO_MODELS:
-        run_tasks = {t for t, section in _run_results(demo, model).items() if any("," in k for k in section) and not t.endswith(("_bench", "_gc", "_oc", "_pc"))}
-        assert run_tasks - {"humaneval_v", "haerae_vision"} <= covered[model], sorted(run_tasks - covered[model])
+        assert _run_tasks(_run_results(demo, model)) <= covered.get(model, set()), sorted(_run_tasks(_run_results(demo, model)) - covered.get(model, set()))
     assert compared > 250  # every metric of 2 models x (9 + 12 + 4) files
+
+
+# `/`, `_`, `-` and `.` in one model name: the official file names put the model before an `_` (and PC-VID's
+# scorer keeps `vid_[^_]+`), so each character must survive export and import.
+ODD_MODEL = "org/my_model-v1.5"
+
+
+@pytest.fixture(scope="module")
+def exported_odd_name(demo_two_models, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    """The demo's first model's runs, renamed ODD_MODEL (its results files' model_args), exported through the real CLI."""
+    work, demo = demo_two_models
+    root = tmp_path_factory.mktemp("odd_name")
+    shutil.copytree(work / "results" / DEMO_MODELS[0], root / "results")
+    renamed = 0
+    for path in (root / "results").rglob("*_results.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        args = data["config"]["model_args"]
+        if isinstance(args, dict):
+            args["model_version"] = ODD_MODEL
+        else:
+            data["config"]["model_args"] = re.sub(r"(^|,)model_version=[^,]*", lambda m: f"{m.group(1)}model_version={ODD_MODEL}", args)
+        path.write_text(json.dumps(data), encoding="utf-8")
+        renamed += 1
+    assert renamed
+    out = root / "export"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_tasks", "export-official", str(root / "results"), "--out", str(out)],
+        env={**os.environ, **_data_env(work)}, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work, out, demo
+
+
+def test_round_trip_of_a_model_name_with_slash_underscore_dash_and_dot(exported_odd_name, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    work, out, demo = exported_odd_name
+    names = sorted(p.name for p in out.rglob("*") if p.is_file() and p.parent.name != "vanilla")  # not the copied counting questions
+    # the model as each official scorer will read it back: `/` made `_` (PC-VID: `-`, the scorer cuts at `_`)
+    assert names and all("org_my_model-v1.5" in n or n.startswith("vid_org-my-model-v1.5_") for n in names), names
+    scored = out.parent / "scored"
+    _score_back(out, scored, work, monkeypatch, capsys)
+    covered, compared = _compare(scored, lambda path: (ODD_MODEL, _run_results(demo, DEMO_MODELS[0])))
+    assert _run_tasks(_run_results(demo, DEMO_MODELS[0])) <= covered[ODD_MODEL], sorted(_run_tasks(_run_results(demo, DEMO_MODELS[0])) - covered[ODD_MODEL])
+    assert compared > 125  # every metric of one model x (9 + 12 + 4) files
 
 
 def test_exported_files_are_in_the_official_layout_and_encoding(exported) -> None:

@@ -218,9 +218,9 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
             samples.append(sample(position[qid], process(row, predictions)))
             continue
         stamp = {"hev_task": task, "hev_setting": ours, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
-        if ours == "t2c":  # one document per description, one greedy code each
+        if ours == "t2c":  # one document per description, one greedy code each, numbered as a run numbers them
             for index, prediction in enumerate(predictions):
-                samples.append(sample(position[qid] * 1000 + index, process({**row, **stamp, "hev_sample_index": index}, [prediction])))
+                samples.append(sample(position[qid] * n + index, process({**row, **stamp, "hev_sample_index": index}, [prediction])))
         else:
             samples.append(sample(position[qid], process({**row, **stamp, "hev_sample_index": 0}, predictions)))
     missing = len(rows) - len(by_qid)

@@ -247,6 +247,12 @@ def read(path: Path, task: str | None = None) -> Imported:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Whether a record's `gt_answer` is the data's as the official scorers compare it: numbers (JSON
+    booleans included, Python's 1 and 0) by value, since the counting scorer's `parsed == gt_answer` and
+    `abs(parsed - gt_answer)` treat 2.0 as 2 and true as 1; anything else by type and value (a string "2"
+    makes that scorer raise, and the T/F and grouping scorers compare strings)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
     return type(a) is type(b) and a == b
 
 
