@@ -116,7 +116,11 @@ def _installed_names() -> tuple[set[str], set[str]]:
     folder setup.cfg maps, outside the packages it leaves out (the developer tools)."""
     mapping, not_installed = declared_layout()
     by_folder = sorted(mapping.items(), key=lambda item: len(item[1]), reverse=True)
-    left_out = [mapping[max((m for m in mapping if n.startswith(m + ".")), key=len)] + "/" + n.split(".", 1)[1].split(".", 1)[1].replace(".", "/") for n in not_installed]
+    left_out = []
+    for package in not_installed:
+        prefix = max((m for m in mapping if package.startswith(m + ".")), key=len)
+        left_out.append(mapping[prefix] + "/" + package[len(prefix) + 1 :].replace(".", "/"))
+    assert all((REPO / folder).is_dir() for folder in left_out), left_out
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
     py: set[str] = set()
     data: set[str] = set()
