@@ -4,7 +4,10 @@ export-upstream | media-stats | demo | stand-in | make-tiny-vlm."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
+from types import ModuleType
 
 from lmms_tasks import tasks_path
 
@@ -36,22 +39,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return rescore_main(args.rest)
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.commands.upstream import main as export_main
-
-    return export_main(args.rest)
-
-
 def _cmd_export_official(args: argparse.Namespace) -> int:
     from lmms_tasks.utils.commands.official.cli import export_main
 
     return export_main(args.rest)
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.testing.demo import main as demo_main
-
-    return demo_main(args.rest)
 
 
 def _cmd_media_stats(args: argparse.Namespace) -> int:
@@ -66,16 +57,39 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return tasks_main(args.rest)
 
 
-def _cmd_stand_in(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.testing.stand_in import main as stand_in_main
+# Developer commands: their modules (utils/testing/, utils/commands/upstream/) stay in the repository but are
+# not in the wheel (setup.cfg [lmms_tasks.not_installed]); they run from a checkout installed with `pip install -e .`.
+DEVELOPER_COMMANDS = {
+    "export-upstream": "lmms_tasks.utils.commands.upstream",
+    "demo": "lmms_tasks.utils.testing.demo",
+    "stand-in": "lmms_tasks.utils.testing.stand_in",
+    "make-tiny-vlm": "lmms_tasks.utils.testing.tiny_vlm",
+}
 
-    return stand_in_main(args.rest)
+
+def developer_module(module: str) -> ModuleType | None:
+    """The module of a developer command, or None where this install has no developer tools (a wheel).
+    Only a missing package of ours on the way to `module` means that; any other missing import is raised."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")) and exc.name.startswith("lmms_tasks."):
+            return None
+        raise
 
 
-def _cmd_make_tiny_vlm(args: argparse.Namespace) -> int:
-    from lmms_tasks.utils.testing.tiny_vlm import main as tiny_main
+def _developer_command(command: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        module = developer_module(DEVELOPER_COMMANDS[command])
+        if module is None:
+            print(
+                f"python -m lmms_tasks {command}: a developer command, available from a git checkout installed with `pip install -e .` (not in the installed package)",
+                file=sys.stderr,
+            )
+            return 2
+        return int(module.main(args.rest) or 0)
 
-    return tiny_main(args.rest)
+    return run
 
 
 COMMANDS = {
@@ -84,11 +98,11 @@ COMMANDS = {
     "score": (_cmd_score, "re-score a saved lmms-eval samples file (judging / code execution) without the model; --from-official BENCH PATH: official prediction files"),
     "report": (_cmd_report, "write a results report with plots (Markdown + self-contained HTML) from lmms-eval output directories"),
     "export-official": (_cmd_export_official, "write a finished run's samples in each benchmark's official format, for the official scorers"),
-    "export-upstream": (_cmd_export, "write our tasks into an lmms-eval checkout, ready for a pull request"),
+    "export-upstream": (_developer_command("export-upstream"), "write our tasks into an lmms-eval checkout, ready for a pull request"),
     "media-stats": (_cmd_media_stats, "count the images each request carries (for vLLM's limit_mm_per_prompt)"),
-    "demo": (_cmd_demo, "try every task offline: small generated data, a local stand-in model and judge, results tables and a report"),
-    "stand-in": (_cmd_stand_in, "start a local stand-in model and judge and print the `export` lines to try any README command offline"),
-    "make-tiny-vlm": (_cmd_make_tiny_vlm, "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
+    "demo": (_developer_command("demo"), "try every task offline: small generated data, a local stand-in model and judge, results tables and a report"),
+    "stand-in": (_developer_command("stand-in"), "start a local stand-in model and judge and print the `export` lines to try any README command offline"),
+    "make-tiny-vlm": (_developer_command("make-tiny-vlm"), "build a tiny random-weight Qwen2.5-VL offline (for testing real model backends)"),
 }
 
 

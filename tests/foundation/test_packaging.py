@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -77,19 +79,28 @@ def test_lmms_eval_tasks_list_sees_our_tasks(tmp_path: Path) -> None:
     assert all(name in listed for name in EXPECTED_TASKS | EXPECTED_GROUPS)
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out_dir = tmp_path_factory.mktemp("wheel")
-    # Build from a copy of the tracked tree: an in-tree build/ left by an earlier build could carry stale files.
-    source = tmp_path_factory.mktemp("source") / "lmms-tasks"
+def tracked_copy(dest: Path) -> Path:
+    """A copy of the tracked tree (symlinks kept): an in-tree build/ left by an earlier build could carry stale files."""
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, tracked):
-        target = source / name
+        target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if (REPO / name).is_symlink():
             target.symlink_to(os.readlink(REPO / name))
         elif (REPO / name).is_file():
             shutil.copy2(REPO / name, target)
+    return dest
+
+
+def declared_layout() -> tuple[dict[str, str], list[str]]:
+    """({import path: folder}, [packages left out of the wheel]) from setup.cfg, through setup.py's reader."""
+    return runpy.run_path(str(REPO / "setup.py"), run_name="layout")["declared_layout"](REPO / "setup.cfg")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out_dir = tmp_path_factory.mktemp("wheel")
+    source = tracked_copy(tmp_path_factory.mktemp("source") / "lmms-tasks")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out_dir), str(source)],
         check=True,
@@ -98,6 +109,30 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (built,) = out_dir.glob("lmms_tasks-*.whl")
     return built
+
+
+def _installed_names() -> tuple[set[str], set[str]]:
+    """(Python files, other files) the wheel should hold, at their import paths: every tracked file under a
+    folder setup.cfg maps, outside the packages it leaves out (the developer tools)."""
+    mapping, not_installed = declared_layout()
+    by_folder = sorted(mapping.items(), key=lambda item: len(item[1]), reverse=True)
+    left_out = []
+    for package in not_installed:
+        prefix = max((m for m in mapping if package.startswith(m + ".")), key=len)
+        left_out.append(mapping[prefix] + "/" + package[len(prefix) + 1 :].replace(".", "/"))
+    assert all((REPO / folder).is_dir() for folder in left_out), left_out
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+    py: set[str] = set()
+    data: set[str] = set()
+    for rel in filter(None, tracked):
+        if (REPO / rel).is_symlink() or any(rel.startswith(folder + "/") for folder in left_out):
+            continue
+        for name, folder in by_folder:
+            if rel.startswith(folder + "/"):
+                installed = name.replace(".", "/") + "/" + rel[len(folder) + 1 :]
+                (py if rel.endswith(".py") else data).add(installed)
+                break
+    return py, data
 
 
 def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
@@ -144,3 +179,119 @@ print(json.dumps({"pkg": lmms_tasks.__file__, "utils": lmms_tasks.utils.services
 def test_no_bare_utils_module_is_importable(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", "import utils"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode != 0 and "No module named 'utils'" in out.stderr
+
+
+def test_wheel_holds_the_product_and_none_of_the_developer_tools(wheel: Path) -> None:
+    """The tasks, their YAML, the runtime and the user commands; no test support, exporter or patch file."""
+    names = {n for n in zipfile.ZipFile(wheel).namelist() if not n.split("/")[0].endswith(".dist-info")}
+    expected_py, expected_data = _installed_names()
+    assert {n for n in names if n.endswith(".py")} == expected_py
+    assert {n for n in names if not n.endswith(".py")} == expected_data
+    for module in ("__main__", "utils/commands/score", "utils/commands/media_stats", "utils/commands/report/__init__", "utils/commands/official/cli"):
+        assert f"lmms_tasks/{module}.py" in names
+    for bench in BENCHMARKS:
+        assert f"lmms_tasks/utils/{bench}/hooks.py" in names and f"lmms_tasks/{bench}/utils.py" in names
+    assert {"lmms_tasks/utils/services/judge.py", "lmms_tasks/utils/services/sandbox.py", "lmms_tasks/utils/compat/__init__.py"} <= names
+    assert not [n for n in names if n.startswith(("lmms_tasks/utils/testing/", "lmms_tasks/utils/commands/upstream/")) or n.endswith(".patch")]
+
+
+def _bare_venv_with(wheel: Path, where: Path) -> Path:
+    """A throwaway virtual environment (no other package, so no checkout's editable install) with the wheel installed."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, capture_output=True)
+    python = where / "bin" / "python"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)], capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    return python
+
+
+def test_a_wheel_install_runs_path_and_answers_developer_commands_in_one_line(wheel: Path, tmp_path: Path) -> None:
+    from lmms_tasks.__main__ import DEVELOPER_COMMANDS
+
+    python = _bare_venv_with(wheel, tmp_path / "venv")
+    for command in ([str(python), "-m", "lmms_tasks", "path"], [str(tmp_path / "venv" / "bin" / "lmms-tasks"), "path"]):
+        out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-3000:]
+        printed = Path(out.stdout.strip())
+        assert printed.is_relative_to(tmp_path / "venv") and all((printed / b).is_dir() for b in BENCHMARKS)
+        assert (printed / "yaml_templates").is_dir() and not (printed / "yaml_templates").is_symlink()
+    assert set(DEVELOPER_COMMANDS) >= {"demo", "export-upstream", "make-tiny-vlm"}
+    for command in DEVELOPER_COMMANDS:
+        out = subprocess.run([str(python), "-m", "lmms_tasks", command, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stdout == "", (command, out.stdout, out.stderr)
+        assert out.stderr.count("\n") == 1 and f"lmms_tasks {command}: a developer command, available from a git checkout" in out.stderr
+
+
+def test_every_command_of_a_wheel_install_runs_or_is_a_developer_command(wheel: Path, tmp_path: Path) -> None:
+    """With the product's dependencies (this environment) but only the wheel's files: each user command's
+    --help works; a developer command answers in one line (a command added without going through
+    DEVELOPER_COMMANDS would fail here on the missing test support)."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = r"""
+import contextlib, io, json, sys
+# this environment also has the checkout's editable install: drop its import finder so only the wheel's files count
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+import lmms_tasks
+from lmms_tasks.__main__ import COMMANDS, DEVELOPER_COMMANDS, main
+outcome = {}
+for name in COMMANDS:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            code = main([name, "--help"])
+        except SystemExit as exc:
+            code = exc.code
+        except Exception as exc:
+            code = f"{type(exc).__name__}: {exc}"
+    outcome[name] = [code, err.getvalue()]
+print(json.dumps({"pkg": lmms_tasks.__file__, "developer": sorted(DEVELOPER_COMMANDS), "outcome": outcome}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["pkg"].startswith(str(site))
+    for name, (code, err) in info["outcome"].items():
+        if name in info["developer"]:
+            assert code == 2 and err.count("\n") == 1 and "a developer command" in err, (name, code, err)
+        else:
+            assert code == 0, (name, code, err[-2000:])
+    assert {"path", "score", "report", "export-official", "media-stats"} <= set(info["outcome"]) - set(info["developer"])
+
+
+def test_editable_install_is_quiet_and_finds_the_developer_tools_in_the_checkout(tmp_path: Path) -> None:
+    """`pip install -e .` (as scripts/setup_env.sh runs it) prints no warning, maps the package through
+    setuptools' import finder (never a path entry that would make a bare `utils` importable), and the
+    packages the wheel leaves out resolve from the checkout through their parent folder."""
+    source = tracked_copy(tmp_path / "checkout")
+    target = tmp_path / "site"
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(source), "--target", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    shown = out.stdout + out.stderr
+    assert not re.search(r"[A-Z]\w*Warning\b", shown) and "Editable installation" not in shown, shown[-3000:]
+    assert not [p for p in target.glob("*.pth") if any(line.strip().startswith("/") for line in p.read_text().splitlines())]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    probe = r"""
+import importlib.util, json, site, sys
+site.addsitedir(sys.argv[1])
+names = ["lmms_tasks", "lmms_tasks.utils", "lmms_tasks.utils.testing", "lmms_tasks.utils.commands.upstream", "utils"]
+print(json.dumps({name: (importlib.util.find_spec(name) or None) and importlib.util.find_spec(name).origin for name in names}))
+"""
+    found = subprocess.run([str(venv / "bin" / "python"), "-c", probe, str(target)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr[-3000:]
+    origins = json.loads(found.stdout)
+    mapping, not_installed = declared_layout()
+    assert origins["lmms_tasks"] == str(source / mapping["lmms_tasks"] / "__init__.py")
+    assert origins["lmms_tasks.utils"] == str(source / mapping["lmms_tasks.utils"] / "__init__.py")
+    assert origins["lmms_tasks.utils.testing"] == str(source / mapping["lmms_tasks.utils"] / "testing" / "__init__.py")
+    assert origins["lmms_tasks.utils.commands.upstream"] == str(source / mapping["lmms_tasks.utils"] / "commands" / "upstream" / "__init__.py")
+    assert origins["utils"] is None
+    assert set(not_installed) <= set(origins)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -137,16 +137,17 @@ def aggregate_judge_info(items, args=None):
 '''
 
 
-def write_mini_task(root: Path, questions: list[str]) -> Path:
-    """A judged task in an include root of its own: YAML + thin utils.py calling judge_batch in aggregation."""
+def write_mini_task(root: Path, questions: list[str], task: str = MINI_TASK, folder_name: str | None = None) -> Path:
+    """A judged task in an include root of its own (in folder `folder_name`, default the task's name): YAML +
+    thin utils.py calling judge_batch in aggregation."""
     import json
 
-    folder = root / MINI_TASK
+    folder = root / (folder_name or task)
     folder.mkdir(parents=True, exist_ok=True)
     docs = folder / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": i, "question": q, "answer": "-"}) + "\n" for i, q in enumerate(questions)), encoding="utf-8")
-    (folder / f"{MINI_TASK}.yaml").write_text(MINI_YAML.format(task=MINI_TASK, docs=docs), encoding="utf-8")
-    (folder / "utils.py").write_text(MINI_UTILS.format(task=MINI_TASK), encoding="utf-8")
+    (folder / f"{task}.yaml").write_text(MINI_YAML.format(task=task, docs=docs), encoding="utf-8")
+    (folder / "utils.py").write_text(MINI_UTILS.format(task=task), encoding="utf-8")
     return root
 
 
@@ -158,6 +159,12 @@ def mini_task_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def mini_task() -> str:
     return MINI_TASK
+
+
+@pytest.fixture
+def mini_task_writer() -> Callable[..., Path]:
+    """`write_mini_task(root, questions, task=..., folder_name=...)`."""
+    return write_mini_task
 
 
 JUDGE_REPLIES = {"question zero": "<score>2/2</score>", "question one": "Met 1 of 2. <score>1/2</score>", "question two": "no score tag"}

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,39 @@ def test_score_command_is_wired(mini_task_root: Path, mini_task: str, mini_serve
     assert proc.returncode == 3, proc.stderr[-3000:]  # one judgement keeps failing (HTTP 500): incomplete
     report = json.loads((out / "renamed.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == mini_task and report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
+
+
+def test_score_asks_the_benchmark_that_declares_the_task_not_its_name(
+    mini_task_writer: Callable[..., Path],
+    mini_server: StandInServer,
+    judge_env: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """`score` refuses what the task's benchmark refuses (its `hooks.scoring_refusal`): HumanEval-V without the
+    code-execution opt-in. The benchmark is the folder holding the task's YAML: a task of the humaneval_v folder
+    with another name is refused, a task elsewhere whose name starts with humaneval_v is scored."""
+    monkeypatch.delenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", raising=False)
+    questions = ["question zero", "question one", "question two", "question three"]
+    declared = mini_task_writer(tmp_path / "declared", questions, task="diagram_coding", folder_name="humaneval_v")
+    lookalike = mini_task_writer(tmp_path / "lookalike", questions, task="humaneval_v_lookalike", folder_name="vlm2_bench")
+
+    samples = write_samples(tmp_path / "run_declared", "diagram_coding")
+    assert rescore.main([str(samples), "--include-path", str(declared)]) == rescore.EXIT_UNUSABLE
+    err = capsys.readouterr().err
+    assert "diagram_coding: HumanEval-V scores by EXECUTING model-written Python code" in err and "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in err
+    assert not list(samples.parent.glob("*.rescored.json"))
+
+    samples = write_samples(tmp_path / "run_lookalike", "humaneval_v_lookalike")
+    assert rescore.scoring_refusal("humaneval_v_lookalike", str(lookalike)) is None
+    assert rescore.main([str(samples), "--include-path", str(lookalike)]) == rescore.EXIT_INCOMPLETE  # scored (one judgement fails)
+    report = json.loads(next(samples.parent.glob("*.rescored.json")).read_text(encoding="utf-8"))
+    assert report["task"] == "humaneval_v_lookalike" and report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
+
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    assert rescore.scoring_refusal("diagram_coding", str(declared)) is None
+    assert rescore.scoring_refusal("not_a_task_anywhere", str(declared)) is None
 
 
 # -- exit statuses over several files: the worst wins, 2 > 1 > 3 > 0 ------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import inspect
 import json
 import os
@@ -28,7 +29,7 @@ from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import benchmark_of, task_config, task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 
@@ -155,13 +156,14 @@ def task_filter(task: str, root: str) -> str:
     return str(names[0]) if len(names) == 1 and names[0] else "none"
 
 
-def scoring_refusal(task: str) -> str | None:
-    """Why a task's saved outputs must not be scored here (one line), or None."""
-    if task.startswith("humaneval_v"):
-        from lmms_tasks.utils.humaneval_v.hooks import scoring_refusal as humaneval_v_refusal
-
-        return humaneval_v_refusal(task)
-    return None
+def scoring_refusal(task: str, root: str | None = None) -> str | None:
+    """Why a task's saved outputs must not be scored here (one line), or None: the answer of the
+    `scoring_refusal(task)` hook that the task's benchmark library declares in its `hooks.py`, if it
+    declares one (HumanEval-V: executing code needs the opt-in). The benchmark is the folder holding the
+    task's YAML, not a part of its name."""
+    benchmark = benchmark_of(task, root)
+    hook = getattr(importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks"), "scoring_refusal", None) if benchmark else None
+    return hook(task) if hook is not None else None
 
 
 def resolve_aggregation(entry: dict[str, Any]) -> Callable[..., Any]:
@@ -397,7 +399,7 @@ def rescore(
     samples = read_samples(samples_path) if samples is None else samples
     task = task or infer_task(samples_path, samples)
     root = root or tasks_path()
-    refusal = scoring_refusal(task)  # the refusals come first: they need no lmms-eval import
+    refusal = scoring_refusal(task, root)  # the refusals come first: they need no lmms-eval import
     if refusal:
         raise RescoreError(refusal)
     expected, expected_from = expected_samples(task, samples_path, root)

@@ -9,6 +9,7 @@ body-only completions are glued to the signature; the AST filter drops top-level
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 STUB_BODY = "    pass"
 
@@ -74,11 +75,12 @@ def filter_top_level(content: str) -> str:
     return "\n".join(collector.parts)
 
 
-def post_process(prediction: str, signature: str, test_script: str) -> tuple[str, str]:
-    """(completion, program): the extracted code, and signature stub + completion + test script."""
+def post_process(prediction: str, signature: str, test_script: str, select: Callable[[str], str] = select_content) -> tuple[str, str]:
+    """(completion, program): the extracted code, and signature stub + completion + test script. `select`
+    picks the code text from the reply (v1 passes its own rule; every later step is the same in v1 and v2)."""
     if not signature.endswith("\n"):
         signature += "\n"
-    content = select_content(prediction)
+    content = select(prediction)
     if content.startswith(("\n  ", "  ")):  # body-only completion
         content = signature + content
     try:

@@ -14,7 +14,8 @@ the hooks apply that cut to every reply so all backends score the same text (see
 
 from __future__ import annotations
 
-from lmms_tasks.utils.humaneval_v.extraction import STUB_BODY, filter_top_level
+from lmms_tasks.utils.humaneval_v import extraction
+from lmms_tasks.utils.humaneval_v.extraction import STUB_BODY
 
 PYTHON_FENCE = "```python"
 FENCE = "```"
@@ -48,15 +49,6 @@ def select_content(prediction: str) -> str:
 
 
 def post_process(prediction: str, signature: str, test_script: str) -> tuple[str, str]:
-    """(completion, program) exactly as v1's `post_process`: the extracted code, and signature + stub +
-    completion + test script."""
-    if not signature.endswith("\n"):
-        signature += "\n"
-    content = select_content(prediction)
-    if content.startswith(("\n  ", "  ")):  # body-only completion
-        content = signature + content
-    try:
-        completion = filter_top_level(content)
-    except Exception:  # noqa: BLE001 - official: a bare except keeps the raw text (pylint then fails it)
-        completion = content
-    return completion, signature + STUB_BODY + "\n\n" + completion + "\n\n" + test_script
+    """(completion, program) exactly as v1's `post_process`: v2's steps (`extraction.post_process`) with
+    v1's choice of the code text."""
+    return extraction.post_process(prediction, signature, test_script, select=select_content)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from lmms_tasks.utils.commands.report.plots import INSTALL_HINT, Plot, ReportDependencyError, require_matplotlib
 from lmms_tasks.utils.commands.report.runs import ReportInputError, Run, load_runs
-from lmms_tasks.utils.commands.report.tables import Table, table_html, table_markdown
+from lmms_tasks.utils.commands.report.tables import Table, inline_html, table_html, table_markdown
 
 if TYPE_CHECKING:
     from lmms_tasks.utils.commands.report.sections import Section
@@ -108,11 +108,6 @@ summary{cursor:pointer;font-weight:600}
 """
 
 
-def _inline(text: str) -> str:
-    parts = text.split("`")
-    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
-
-
 def _image_uri(files: dict[str, Path]) -> str:
     if "svg" in files:
         return "data:image/svg+xml;base64," + base64.b64encode(files["svg"].read_bytes()).decode("ascii")
@@ -125,27 +120,27 @@ def _html(sections: Sequence[Section], written: WrittenReport) -> str:
         '<html lang="en"><head><meta charset="utf-8"><title>Results report</title>',
         f"<style>{_CSS}</style></head><body>",
         "<h1>Results report</h1>",
-        f"<p>{_inline(_HEADER)}</p>",
+        f"<p>{inline_html(_HEADER)}</p>",
         "<ul>" + "".join(f'<li><a href="#{s.anchor}">{html.escape(s.title)}</a></li>' for s in sections) + "</ul>",
     ]
     for section in sections:
         parts.append(f'<h2 id="{section.anchor}">{html.escape(section.title)}</h2>')
         if section.intro:
-            parts.append(f"<p>{_inline(section.intro)}</p>")
+            parts.append(f"<p>{inline_html(section.intro)}</p>")
         for block in section.blocks:
             if isinstance(block, Table):
                 parts.append(table_html(block))
             elif isinstance(block, Plot):
                 uri = _image_uri(written.plots[block.name])
                 parts.append(
-                    f'<figure><img alt="{html.escape(block.caption)}" src="{uri}"><figcaption>{_inline(block.caption)}</figcaption></figure>'
+                    f'<figure><img alt="{html.escape(block.caption)}" src="{uri}"><figcaption>{inline_html(block.caption)}</figcaption></figure>'
                 )
             else:
                 items = [line[2:] for line in str(block).splitlines() if line.startswith("- ")]
                 prose = [line for line in str(block).splitlines() if line and not line.startswith("- ")]
-                parts += [f"<p>{_inline(line)}</p>" for line in prose]
+                parts += [f"<p>{inline_html(line)}</p>" for line in prose]
                 if items:
-                    parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
+                    parts.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in items) + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

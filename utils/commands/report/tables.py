@@ -69,22 +69,22 @@ def table_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _inline_html(text: str) -> str:
+def inline_html(text: str) -> str:
     """Escape, then turn Markdown `code` spans into <code>."""
     parts = text.split("`")
     return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
 
 
 def table_html(table: Table) -> str:
-    head = "".join(f"<th>{_inline_html(h)}</th>" for h in table.header)
-    body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    head = "".join(f"<th>{inline_html(h)}</th>" for h in table.header)
+    body = "".join("<tr>" + "".join(f"<td>{inline_html(c)}</td>" for c in row) + "</tr>" for row in table.rows)
     # a table wider than the page scrolls inside its own box instead of widening the page
     inner = f'<div class="table"><table id="{html.escape(table.anchor)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-    note = f'<p class="note">{_inline_html(table.note)}</p>' if table.note else ""
-    title = _inline_html(table.title)
+    note = f'<p class="note">{inline_html(table.note)}</p>' if table.note else ""
+    title = inline_html(table.title)
     if table.collapsed:
         return f"<details><summary>{title}</summary>{inner}{note}</details>\n"
     return f'<p class="caption">{title}</p>{inner}{note}\n'
 
 
-__all__ = ["COUNT", "NA", "NONE", "OFFICIAL", "SCORE", "SECONDS", "Table", "UNIT", "fmt", "table_html", "table_markdown"]
+__all__ = ["COUNT", "NA", "NONE", "OFFICIAL", "SCORE", "SECONDS", "Table", "UNIT", "fmt", "inline_html", "table_html", "table_markdown"]
