@@ -6,6 +6,7 @@ client; `test_preflight_e2e.py` runs each failure through the real lmms-eval CLI
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import replace
 from pathlib import Path
@@ -129,3 +130,32 @@ def test_score_checks_the_judge_before_its_first_request_only(tmp_path: Path) ->
         # outside the score command a batch never raises: the failure is recorded per request
         failed = judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
         assert failed.n_failed == 1
+
+
+# -- judge failures after the run: one line per task ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fault", "refused"), [("401-echo", True), ("500", False)])
+def test_failed_requests_make_one_line_and_the_records_hold_every_one(fault: str, refused: bool, tmp_path: Path) -> None:
+    from lmms_tasks.utils.services import status
+
+    status.clear()
+    n = 40
+    with StandInServer(default_reply="x") as server:
+        server.fault(lambda r: True, fault, times=None)
+        config = config_for(server.base_url, tmp_path, backoff=0.01, backoff_max=0.02)
+        requests = [judge.JudgeRequest(key=f"item-{i:02d}", messages=[{"role": "user", "content": f"judge {i}"}], meta={"doc_id": i}) for i in range(n)]
+        batch = judge.judge_batch("task_fail", requests, str, config=config, output_dir=tmp_path / "out")
+    (fault_record,) = status.faults("task_fail")
+    status.clear()
+    line = fault_record.message
+    assert "\n" not in line and len(line) < 700, line  # not one entry per item
+    assert line.startswith(f"{n}/{n} judge request(s) failed after retries, the first ('item-00'): HTTP {fault[:3]}")
+    assert "item-01" not in line and "doc_id" not in line
+    assert f"every failure is in {batch.records_path}" in line
+    assert ("python -m lmms_tasks score" in line) is not refused  # re-judging cannot help a refused request
+    assert ("fix its settings (docs/JUDGE.md)" in line) is refused
+    assert KEY not in line
+    records = [json.loads(x) for x in batch.records_path.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["key"] for r in records if r["error"]) == [f"item-{i:02d}" for i in range(n)]
+    assert all(f"HTTP {fault[:3]}" in r["error"] for r in records)

@@ -22,6 +22,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -758,17 +759,29 @@ def judge_batch(
     except OSError as exc:
         logger.error(f"judge {task}: could not write judgement records: {exc}")
     if batch.n_failed:
-        failed = [o for o in outcomes.values() if o.error]
-        names = ", ".join(f"{o.key!r}" + (f" {o.meta}" if o.meta else "") for o in failed[:10])
-        run_status.record_incomplete(
-            task,
-            f"{batch.n_failed}/{len(outcomes)} judge request(s) failed after retries ({failed[0].error}): {names}"
-            f"{' ...' if len(failed) > 10 else ''}. The run's outputs are written; re-run `python -m lmms_tasks score` "
-            "on its samples file to judge them (finished judgements come from the cache).",
-        )
+        run_status.record_incomplete(task, failure_line(batch, config))
     with _memo_lock:
         _memo[memo_key] = batch
     return batch
+
+
+def failure_line(batch: JudgeBatch, config: JudgeConfig) -> str:
+    """One line for a batch with failed requests: the count and the first failure's reason; every failed
+    request, with its error, is in the judgement records (named). Re-running `score` is advised only where
+    it can help: not when the judge refused the requests themselves (a 4xx other than 408/409/429)."""
+    failed = [o for o in batch.outcomes.values() if o.error]
+    first = failed[0]
+    where = f"every failure is in {batch.records_path}" if batch.records_path else "the judgement records could not be written"
+    status = re.match(r"HTTP (\d{3})\b", first.error or "")
+    refused = status is not None and 400 <= int(status.group(1)) < 500 and int(status.group(1)) not in RETRYABLE_STATUS
+    if refused:
+        advice = f"the judge {config.model} at {config.endpoint} refuses these requests: fix its settings (docs/JUDGE.md) before judging again"
+    else:
+        advice = "`python -m lmms_tasks score` on the samples file judges them again (finished judgements come from the cache)"
+    return (
+        f"{len(failed)}/{len(batch.outcomes)} judge request(s) failed after retries, the first ({first.key!r}): "
+        f"{_one_line(first.error or '', 200)}; {where}; {advice}"
+    )
 
 
 def _claim_wait(config: JudgeConfig) -> float:
