@@ -248,4 +248,4 @@ def test_the_official_example_layout_is_scored_as_v2_through_the_command(hev_env
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{path}: HumanEval-V v2 prediction file (V2C-CoT, 6 prediction(s) per task) -> humaneval_v_v2c_cot_pass3" in proc.stdout
     report = _report(hev_env / "scored", "example_pred_sample_6", "humaneval_v_v2c_cot_pass3")
-    assert report["official_setting"] == "V2C-CoT" and report["results"]["pass@3,none"] == 57.5
+    assert report["official_setting"] == "V2C-CoT" and report["results"]["pass@3,n6"] == 57.5
