@@ -1,8 +1,9 @@
 """Exit statuses through every way a user starts a run (docs/EXIT_STATUS.md).
 
 {the `lmms-eval` console script, `python -m lmms_eval`, `accelerate launch -m lmms_eval` with 2 processes}
-x {a judge that answers HTTP 200 with a body that is not JSON, a backend error during generation, bad data
-at load time, an image lost while requests are built}: the documented status, the outputs kept exactly
+x {a judge that answers HTTP 200 with a body that is not JSON, a judge that rejects the key (its preflight
+stops the run), a backend error during generation, bad data at load time, an image lost while requests are
+built}: the documented status, the outputs kept exactly
 where the README says (status 3: results, samples and judgements written; 1 and 4: nothing), and the fault
 named on one line. `lmms-eval eval ...` (the subcommand form) is checked on one fault too. The console
 script runs every fault once more through lmms-eval with our patch series applied (compat switched off):
@@ -61,6 +62,18 @@ def judge_garbage(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[di
         return Outcome(run, len([r for r in server.requests if r.model != STAND_IN_JUDGE]))
 
 
+def judge_rejected(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
+    """The judge answers 401 to every request: the preflight stops the run before any model request."""
+    fixtures = hv_fixture.write(tmp_path / "data")
+    with StandInServer(default_reply="정답입니다.") as server:
+        server.fault(lambda r: r.model == STAND_IN_JUDGE, "401-echo", times=None)
+        env = wrap(offline_env(server.base_url, tmp_path, fixtures.env))
+        command = lmms_eval_command(["haerae_vision_original"], server.base_url, tmp_path / "out", entry=entry, limit=2)
+        run = run_command(command, tmp_path / "out", env=env)
+        assert server.preflights, "the judge was never checked"
+        return Outcome(run, len(server.requests))
+
+
 def backend_error(tmp_path: Path, entry: str, tiny_vlm: Path, wrap: Callable[[dict[str, str]], dict[str, str]]) -> Outcome:
     """The most likely first mistake on a CPU machine: `device=cpu` without `device_map=cpu`."""
     fixtures = hv_fixture.write(tmp_path / "data")
@@ -113,6 +126,13 @@ class Fault:
 
 FAULTS = [
     Fault("judge_garbage", judge_garbage, EXIT_INCOMPLETE, True, r"^  - haerae_vision_original: 2/2 judge request\(s\) failed after retries"),
+    Fault(
+        "judge_rejected",
+        judge_rejected,
+        EXIT_DATA,
+        False,
+        r"Error during evaluation: haerae_vision_original: the judge stand-in-judge at \S+ \(key from LMMS_TASKS_JUDGE_API_KEY\) rejected the key \(HTTP 401",
+    ),
     Fault("backend_error", backend_error, EXIT_FAILED, False, r"Error during evaluation: .*(CUDA|NVIDIA|cuda)"),
     Fault("bad_data", bad_data, EXIT_DATA, False, r"Error during evaluation: humaneval_v_v2c: humaneval_v: \S+test-00000-of-00001\.parquet row 2 \(qid='q2-2'\): field 'diagram' "),
     Fault("image_lost", image_lost, EXIT_FAILED, False, r"Error during evaluation: vlm2_bench oc_grp record '\w+': cannot read image \S+oc"),
@@ -136,7 +156,7 @@ def _check(fault: Fault, entry: str, outcome: Outcome) -> None:
         assert (run.results_path.parent.parent / "judgements" / "haerae_vision_original.jsonl").is_file()
     else:
         assert run.results_path is None and not list(run.output_dir.rglob("*_samples_*.jsonl")), tail
-    if fault.name == "bad_data":
+    if fault.name in ("bad_data", "judge_rejected"):
         assert outcome.requests == 0  # stopped before any model request
         assert "RetryError" not in output  # not retried
 

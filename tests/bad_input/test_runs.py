@@ -1,8 +1,9 @@
 """Bad input through the real lmms-eval CLI (the exit statuses of every fault through every entry point are
 in test_exit_matrix.py):
 
-- a judge that answers 401 echoing the Authorization header: outputs written, exit status 3, and the key
-  is in no file the run wrote and not in its console output;
+- a judge that answers 401 echoing the Authorization header, with the preflight switched off
+  (`LMMS_TASKS_JUDGE_PREFLIGHT=0`; with it on the run stops before inference: test_preflight_e2e.py):
+  outputs written, exit status 3, and the key is in no file the run wrote and not in its console output;
 - `score` (the real command): a samples file cut at a line boundary is refused unless --allow-partial;
   HumanEval-V without the opt-in is one line and exit 2; the run's judge (model, endpoint, cache) is reused.
 """
@@ -31,7 +32,7 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     fixtures = hv_fixture.write(tmp_path / "data")
     with StandInServer(default_reply="정답입니다.") as server:
         server.fault(lambda r: r.model == STAND_IN_JUDGE, "401-echo", times=None)
-        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_API_KEY": SECRET})
+        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_API_KEY": SECRET, "LMMS_TASKS_JUDGE_PREFLIGHT": "0"})
         run = run_lmms_eval(["haerae_vision_original"], server.base_url, tmp_path / "out", env=env).check(exit_status=EXIT_INCOMPLETE)
         echoed = [r for r in server.requests if r.model == STAND_IN_JUDGE]
     assert echoed and all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in echoed)  # the key was really sent

@@ -100,7 +100,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
         )
         # item 105's judge always fails: the run writes every output, names the item and exits 3 (incomplete)
         run = run_lmms_eval("haerae_vision", server.base_url, tmp_path / "out", env=env).check(exit_status=3)
-        assert "lmms-eval: exit status 3" in run.stderr and "'question_idx': '105'" in run.stderr
+        assert "lmms-eval: exit status 3" in run.stderr and "judge request(s) failed after retries, the first ('105'): HTTP 500" in run.stderr
         model_requests = server.requests_for(model=STAND_IN_MODEL)
         judge_requests = server.requests_for(model=STAND_IN_JUDGE)
         # `python -m lmms_tasks score` on the saved samples: same numbers, every judgement from the cache

@@ -10,7 +10,7 @@ import pytest
 from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
-JUDGE_ENV = ("MODEL", "BASE_URL", "API_KEY", "API_VERSION", "CONCURRENCY", "TIMEOUT", "MAX_RETRIES", "BACKOFF", "BACKOFF_MAX", "CACHE_DIR", "PROGRESS")
+JUDGE_ENV = ("MODEL", "BASE_URL", "API_KEY", "API_VERSION", "CONCURRENCY", "TIMEOUT", "MAX_RETRIES", "BACKOFF", "BACKOFF_MAX", "CACHE_DIR", "PROGRESS", "PREFLIGHT")
 
 
 @pytest.fixture(autouse=True)

@@ -60,7 +60,9 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == rescore.EXIT_INCOMPLETE == 3
     captured = capsys.readouterr()
     assert "judge_score" in captured.out and "0.375" in captured.out and "judge=stand-in-judge@127.0.0.1" in captured.out
-    assert "incomplete: lmmstasks_mini_judged: 1/4 judge request(s) failed after retries" in captured.err and "{'doc_id': 3}" in captured.err
+    incomplete = [line for line in captured.err.splitlines() if line.startswith("incomplete: lmmstasks_mini_judged:")]
+    assert len(incomplete) == 1 and "1/4 judge request(s) failed after retries, the first ('3'): HTTP 500" in incomplete[0]
+    assert f"every failure is in {samples.parent / 'judgements' / f'{mini_task}.jsonl'}" in incomplete[0]
 
     report = json.loads((samples.parent / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == mini_task and report["n_samples"] == 4 and report["errors"] == {}
@@ -215,3 +217,18 @@ def test_several_files_exit_with_the_worst_status_through_the_cli(
     proc = score(broken, incomplete, unusable)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "no task named 'no_such_task'" in proc.stderr
+
+
+def test_score_checks_the_judge_before_judging(
+    mini_task_root: Path, mini_task: str, mini_server: StandInServer, judge_env: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`score` preflights the judge before its first request (issue 29): a rejected key is one line and exit
+    status 2, with no judge request sent (a batch the cache answers entirely sends no preflight:
+    test_preflight.py)."""
+    samples = write_samples(tmp_path / "run", mini_task)
+    mini_server.fault(lambda r: r.model == "stand-in-judge", "401-echo", times=None)
+    assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == rescore.EXIT_UNUSABLE == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"the judge stand-in-judge at {mini_server.base_url} (key from LMMS_TASKS_JUDGE_API_KEY) rejected the key" in errors[0]
+    assert mini_server.requests_for(model="stand-in-judge") == [] and len(mini_server.preflights) == 1
+    assert not (samples.parent / f"{samples.stem}.rescored.json").exists()

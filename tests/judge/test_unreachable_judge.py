@@ -1,7 +1,9 @@
 """A newcomer's first HAERAE-Vision run with no judge configured (issue 22): the judge's key falls back to the
 model's OPENAI_API_KEY and its endpoint cannot be reached. Before any model request the run names the judge
-(model, endpoint, which variable the key comes from) and says the endpoint is unreachable; afterwards no
-failed request is averaged as a 0, and the run exits 3 with its outputs written."""
+(model, endpoint, which variable the key comes from). By default the preflight then stops the run (exit
+status 1, test_preflight_e2e.py); with the preflight off (`LMMS_TASKS_JUDGE_PREFLIGHT=0`, for setups that
+judge later) the run says the endpoint is unreachable, no failed request is averaged as a 0, and it exits 3
+with its outputs written."""
 
 from __future__ import annotations
 
@@ -48,11 +50,11 @@ def test_an_unreachable_endpoint_is_named_and_a_reachable_one_is_not(stand_in: S
 
 
 @pytest.mark.e2e
-def test_first_run_without_a_judge(tmp_path: Path) -> None:
+def test_first_run_without_a_judge_and_the_preflight_off(tmp_path: Path) -> None:
     fixtures = hv_fixture.write(tmp_path / "data")
     dead = f"http://127.0.0.1:{closed_port()}/v1"
     with StandInServer(default_reply="정답입니다.") as server:
-        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_MAX_RETRIES": "0", "OPENAI_API_KEY": "sk-the-models-key-0123456789"})
+        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_MAX_RETRIES": "0", "OPENAI_API_KEY": "sk-the-models-key-0123456789", "LMMS_TASKS_JUDGE_PREFLIGHT": "0"})
         for key in ("LMMS_TASKS_JUDGE_API_KEY", "LMMS_TASKS_JUDGE_MODEL"):
             env.pop(key)
         env["LMMS_TASKS_JUDGE_BASE_URL"] = dead

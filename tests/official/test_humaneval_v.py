@@ -167,3 +167,85 @@ def test_without_the_opt_in_one_line_and_exit_2(hev_env: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in proc.stderr and str(path) in proc.stderr
     assert not list(path.parent.glob("*.rescored.json"))
+
+
+# -- the version and setting come from what the file holds (issue 29) ----------------------------------------
+
+
+def with_prompts(path: Path, by_qid: dict[str, list[str]], setting: str | None, key: str = "prompt") -> Path:
+    """A prediction file in the official inference's layout, each entry's prompt built from the setting's
+    official template (None: no prompt, as v1 writes)."""
+    from lmms_tasks.utils.humaneval_v.prompts import build_prompt
+
+    entries = []
+    for qid, predictions in by_qid.items():
+        entry: dict = {"qid": qid}
+        if setting is not None:
+            text = build_prompt(setting, ROWS[qid]["function_signature"], ROWS[qid]["ground_truth_diagram_description"])
+            entry[key] = text if key == "prompt" else [text]
+        entries.append({**entry, "predictions": predictions})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entries, indent=4), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "key", "expected"),
+    [
+        ("example_pred_sample_6.json", "v2c_cot", "prompt", "V2C-CoT"),  # the official repository's example: v1's name pattern
+        ("example_pred_sample_6.json", "v2c", "prompts", "V2C"),
+        ("my_lmm_V2C_sample_6.json", "v2c_cot", "prompt", "V2C-CoT"),  # the prompt wins over the name
+        ("my_lmm_V2T2C_T2C_sample_6.json", "t2c", "prompt", "V2T2C"),  # GT-T2C and V2T2C share a template: the name decides
+        ("my_lmm_GT-T2C_sample_6.json", "t2c", "prompt", "GT-T2C"),
+        ("my_lmm_sample_6.json", None, "prompt", "v1"),
+        ("anything.json", None, "prompt", "v1"),
+    ],
+)
+def test_the_setting_comes_from_the_content(name: str, setting: str | None, key: str, expected: str, tmp_path: Path) -> None:
+    from lmms_tasks.utils.commands.official import humaneval_v
+
+    path = with_prompts(tmp_path / name, V2C_6, setting, key)
+    assert humaneval_v.detect_file(path) == expected
+
+
+REFUSED = [
+    ("v2 name, no prompt", "my_lmm_V2C_sample_1.json", None, None, "its entries have no 'prompt'"),
+    ("v1 option, v2 prompts", "my_lmm_sample_1.json", "v2c", "v1", "its entries have a 'prompt', so it is a v2 file"),
+    ("option against the prompt", "my_lmm_sample_1.json", "v2c", "V2T", "--setting V2T but its prompts are V2C prompts: pass --setting V2C"),
+    ("T2C prompt, no name", "predictions.json", "t2c", None, "pass --setting GT-T2C|V2T2C|V2T2C-4o"),
+]
+
+
+@pytest.mark.parametrize(("name", "file", "setting", "option", "message"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_a_file_the_content_does_not_settle_is_refused_naming_it(name, file, setting, option, message, hev_env: Path, capsys: pytest.CaptureFixture) -> None:
+    path = with_prompts(hev_env / "exp" / file, V2C_1, setting)
+    status, errors = _score(["humaneval_v", str(path), "--output-dir", str(hev_env / "scored"), *(["--setting", option] if option else [])], capsys)
+    assert status == 2 and len(errors) == 1 and str(path) in errors[0] and message in errors[0], errors
+    assert not (hev_env / "scored").exists()
+
+
+def test_the_evaluators_output_is_refused_naming_the_prediction_file(hev_env: Path, capsys: pytest.CaptureFixture) -> None:
+    """`python evaluate.py` writes `<file>_executed.json`: the entries plus their execution results."""
+    entries = json.loads(with_prompts(hev_env / "exp" / "my_lmm_V2C_sample_1.json", V2C_1, "v2c").read_text(encoding="utf-8"))
+    executed = [{**e, "results": [{"task_id": 0, "passed": 1, "result": "passed"}], "processed_predictions": e["predictions"]} for e in entries]
+    path = hev_env / "exp" / "my_lmm_V2C_sample_1_executed.json"
+    path.write_text(json.dumps(executed), encoding="utf-8")
+    status, errors = _score(["humaneval_v", str(path), "--output-dir", str(hev_env / "scored")], capsys)
+    assert status == 2 and len(errors) == 1, errors
+    assert f"{path}: the official evaluator's output" in errors[0] and f"pass the prediction file it was made from ({hev_env / 'exp' / 'my_lmm_V2C_sample_1.json'})" in errors[0]
+    assert not (hev_env / "scored").exists()
+
+
+@pytest.mark.e2e
+def test_the_official_example_layout_is_scored_as_v2_through_the_command(hev_env: Path) -> None:
+    """The official repository's `output/example_pred_sample_6.json` layout (V2C-CoT prompts, six predictions
+    per task, a name v1's pattern also matches): v2 pass@3 through `python -m lmms_tasks score --from-official`."""
+    path = with_prompts(hev_env / "exp" / "example_pred_sample_6.json", V2C_6, "v2c_cot")
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_tasks", "score", "--from-official", "humaneval_v", str(path), "--output-dir", str(hev_env / "scored")],
+        env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{path}: HumanEval-V v2 prediction file (V2C-CoT, 6 prediction(s) per task) -> humaneval_v_v2c_cot_pass3" in proc.stdout
+    report = _report(hev_env / "scored", "example_pred_sample_6", "humaneval_v_v2c_cot_pass3")
+    assert report["official_setting"] == "V2C-CoT" and report["results"]["pass@3,n6"] == 57.5

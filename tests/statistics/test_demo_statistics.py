@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from lmms_tasks.utils.testing.demo import DEMO_ENV, DEMO_MODELS
-from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, RunResult, offline_env, run_lmms_eval
+from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, RunResult, offline_env, printed_tables, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 pytestmark = pytest.mark.e2e
@@ -106,22 +106,6 @@ def test_every_group_estimate_has_a_numeric_standard_error(demo_two_models: tupl
 
 NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$")
 NUMERIC_COLUMNS = ("Value", "Stderr", "Stderr_CLT", "Stderr_Clustered", "EA", "CA", "IV", "CR")
-
-
-def printed_tables(stdout: str) -> list[tuple[list[str], list[list[str]]]]:
-    """The markdown tables lmms-eval printed: (header cells, rows of cells)."""
-    tables, current = [], None
-    for line in stdout.splitlines():
-        if not line.startswith("|"):
-            current = None
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if current is None:
-            current = (cells, [])
-            tables.append(current)
-        elif not set("".join(cells)) <= set("-: "):
-            current[1].append(cells)
-    return tables
 
 
 def test_the_printed_tables_hold_only_numbers(demo_two_models: tuple[Path, Any]) -> None:

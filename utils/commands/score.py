@@ -57,8 +57,9 @@ EPILOG = (
     "exit status (with several files the worst wins, in the order 2 > 1 > 3 > 0): 0 every metric computed; "
     "3 some judgements or executions failed (everything else is written; run again to complete them from the "
     "cache); 1 a metric could not be computed; 2 refused, nothing written for that file: an unusable samples "
-    "file or task, HumanEval-V without HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, or a samples file holding fewer "
-    "samples than the run evaluated (cut?) without --allow-partial. The judge the run used (model, endpoint, "
+    "file or task, HumanEval-V without HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, a samples file holding fewer "
+    "samples than the run evaluated (cut?) without --allow-partial, or a judge that fails its preflight (no key, a "
+    "rejected key, an unknown model, no endpoint; checked before the first request not answered from the cache). The judge the run used (model, endpoint, "
     "API version, cache directory: judgements/<task>.summary.json beside the run) is reused; --judge-* "
     "options override single settings, --ignore-run-judge ignores the recorded ones. "
     "`score --from-official BENCH PATH... [--output-dir DIR] [--task T] [--setting S] [--allow-partial]` scores "
@@ -365,6 +366,8 @@ def aggregate(
             if callable(stderr):
                 se = stderr(values, args=args) if "args" in inspect.signature(stderr).parameters else stderr(values)
                 results[f"{metric}_stderr,{filter_name}"] = se.item() if hasattr(se, "item") else se
+        except judge.JudgeUnavailable:
+            raise  # the judge failed its preflight: nothing of this file can be judged
         except Exception as exc:  # noqa: BLE001 - one broken metric must not lose the others
             errors[metric] = f"{type(exc).__name__}: {exc}"
         if "higher_is_better" in entry:
@@ -489,14 +492,14 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         samples = read_samples(samples_path)
         task = args.task or infer_task(samples_path, samples)
         recorded = None if args.ignore_run_judge else run_judge(samples_path, task)
-        with judge_settings(recorded[0] if recorded else {}, judge_options):
+        with judge_settings(recorded[0] if recorded else {}, judge_options), judge.preflight_before_judging():
             if recorded:
                 shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
                 print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
             report = rescore(
                 samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples
             )
-    except (RescoreError, judge.JudgeConfigError) as exc:
+    except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     output_dir = args.output_dir or samples_path.parent

@@ -18,7 +18,7 @@ benchmark library imports this package, and `export-upstream` never exports it.
 | `stderr` | an aggregation's own `.stderr` fills `<metric>_stderr` (0005) |
 | `batch_scoring` | `process_results_batch` scores every document on rank 0 before aggregation; samples updated (0006) |
 | `k_samples` | `--repeats K` scores each of the K responses, so the stability metrics appear (0007) |
-| `baselines` | a local `--baseline` path gives each task its own samples file (0008) |
+| `baselines` | a local `--baseline` path gives each task its own samples file (0008); the printed table shows the paired comparison only on the compared metric's row (not yet in 0008) |
 
 `activate()` is called by each task folder's `utils.py` when lmms-eval first resolves one of its
 `!function` tags, i.e. before any of our task or group configs is built.

@@ -9,6 +9,12 @@ evaluate is not compared. The shim wraps `lmms_eval.evaluator.load_baseline` (a 
 call time) with the same resolution.
 
 Feature probe: the function the patch adds, `lmms_eval.baselines.loader.resolve_local_baseline`.
+
+The printed table: lmms-eval compares one metric per task (the per-sample scores of its `score_key`) but
+0.7.3's `make_table` puts the comparison on every metric row of the task (Diff = the row's value minus the
+compared metric's baseline mean, and that metric's CI and p-value). The shim also wraps `make_table` so the
+Baseline, Diff, CI and P_Value columns are filled only on the row of the metric that was compared; every
+other row shows N/A there (the README, "--baseline").
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 NAME = "baselines"
@@ -42,8 +50,68 @@ def resolve_local_baseline(path: str, task_name: str) -> str | None:
     return sibling if os.path.isfile(sibling) else None
 
 
+PAIRED_PREFIX = "paired_"
+ROW_SEPARATOR = "\u200b"  # a task's other rows go under its name plus this invisible mark (printed the same)
+
+
+def compared_rows_only(result_dict: Mapping[str, Any], column: str = "results") -> dict[str, Any]:
+    """`result_dict` for `make_table`, with each compared task split in two consecutive entries shown under
+    the same name: the compared metric (`score_key`) with the paired_* fields, and the other metrics without
+    them. Nothing else changes; results without a comparison are returned as they are."""
+    rows = result_dict.get(column)
+    if not isinstance(rows, Mapping) or not any(isinstance(d, Mapping) and any(str(k).startswith(PAIRED_PREFIX) for k in d) for d in rows.values()):
+        return dict(result_dict)
+    configs = result_dict.get("configs") or {}
+    split: dict[str, Any] = {}
+    n_shot = dict(result_dict.get("n-shot") or {})
+    higher = dict(result_dict.get("higher_is_better") or {})
+    for task, values in rows.items():
+        if not isinstance(values, Mapping) or not any(str(k).startswith(PAIRED_PREFIX) for k in values):
+            split[task] = values
+            continue
+        compared = str((configs.get(task) or {}).get("score_key", "score"))
+        name = values.get("alias", task)
+        mine = {k: v for k, v in values.items() if k == "alias" or str(k).startswith(PAIRED_PREFIX) or _metric_of(str(k)) == compared}
+        others = {k: v for k, v in values.items() if k not in mine or k == "alias"}
+        split[task] = {**mine, "alias": name}
+        if any(k != "alias" for k in others):
+            other = f"{task}{ROW_SEPARATOR}"
+            split[other] = {**others, "alias": name}
+            if task in n_shot:
+                n_shot[other] = n_shot[task]
+            if task in higher:
+                higher[other] = higher[task]
+    return {**result_dict, column: split, "n-shot": n_shot, "higher_is_better": higher}
+
+
+def _metric_of(key: str) -> str:
+    """The metric a results key belongs to: `m,filter`, `m_stderr,filter`, `m_stderr_clt,filter`, ..."""
+    metric = key.partition(",")[0]
+    for suffix in ("_stderr_clustered", "_stderr_clt", "_stderr", "_expected_accuracy", "_consensus_accuracy", "_internal_variance", "_consistency_rate"):
+        if metric.endswith(suffix):
+            return metric[: -len(suffix)]
+    return metric
+
+
+def _table_with_compared_rows_only(original: Callable[..., Any]) -> Callable[..., Any]:
+    def make_table(result_dict: Any, column: str = "results", sort_results: bool = False) -> Any:
+        return original(compared_rows_only(result_dict, column) if isinstance(result_dict, Mapping) else result_dict, column, sort_results)
+
+    make_table.__wrapped__ = original  # type: ignore[attr-defined]
+    return make_table
+
+
 def install() -> bool:
     from lmms_eval import evaluator
+    from lmms_eval import utils as lmms_utils
+
+    original_table = lmms_utils.make_table
+    table = _table_with_compared_rows_only(original_table)
+    lmms_utils.make_table = table
+    # the CLI imported make_table by name (`python -m lmms_eval` runs it as __main__)
+    for module in (sys.modules.get("lmms_eval.__main__"), sys.modules.get("__main__"), evaluator):
+        if module is not None and getattr(module, "make_table", None) is original_table:
+            module.make_table = table
 
     original = evaluator.load_baseline
 

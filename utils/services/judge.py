@@ -22,6 +22,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -57,6 +58,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "backoff_max": ("BACKOFF_MAX", float),
     "cache_dir": ("CACHE_DIR", str),
     "progress": ("PROGRESS", lambda v: v.strip().lower() not in ("0", "false", "no", "off", "")),
+    "preflight": ("PREFLIGHT", lambda v: v.strip().lower() not in ("0", "false", "no", "off", "")),
 }
 _SECRET_YAML_KEYS = ("api_key",)  # never read secrets from a task YAML; name the variable with api_key_env
 
@@ -83,6 +85,7 @@ class JudgeConfig:
     backoff_max: float = 60.0  # cap for computed backoff and for a server's Retry-After
     cache_dir: str = DEFAULT_CACHE_DIR
     progress: bool = True
+    preflight: bool = True  # one cheap request checks key, model and endpoint before the run's first model request
     params: Mapping[str, Any] = field(default_factory=dict)
     key_source: str = ""  # where api_key came from: a variable's name, or why there is none (never the key)
 
@@ -177,6 +180,19 @@ _announced: set[tuple[str, str]] = set()
 _reachable: dict[str, str | None] = {}
 _announce_lock = threading.Lock()
 
+PREFLIGHT_HEADER = "X-Lmms-Tasks-Preflight"  # marks the preflight request (the stand-in server counts it apart)
+PREFLIGHT_TIMEOUT = 30.0  # seconds at most for the preflight request (the judge's own timeout if shorter)
+_preflights: dict[tuple[Any, ...], str | None] = {}
+_preflight_on_send = threading.Event()
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge cannot judge (no key, a rejected key, an unknown model, an unreachable endpoint): found by
+    the preflight, before any model request; the message is one line naming model, endpoint, key and fix.
+    A run stops with exit status 1 (`exit_status`, read by lmms-eval's CLI as for bad data)."""
+
+    exit_status = run_status.EXIT_DATA
+
 
 def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
     """None if a TCP connection to the endpoint's host and port opens (nothing is sent), else why not.
@@ -198,14 +214,110 @@ def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
     return problem
 
 
-def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
-    """Before any model request: say which judge will score `task` and warn now if it cannot be reached
-    (judging happens after generation; a run whose judge is down ends with exit status 3)."""
+def preflight_problem(config: JudgeConfig, role: str = "judge") -> str | None:
+    """None when the judge takes requests, else one line saying why not and what to set.
+
+    One chat completion of one token (works on OpenAI, Azure deployments and local OpenAI-compatible
+    servers alike), sent once per process for each endpoint, key and model. A missing key, a rejected key
+    (401/403), an unknown model (404), quota exhausted (429 `insufficient_quota`) and an endpoint that
+    cannot be reached fail it; any other answer (a reply, 400, 429, 5xx, a malformed body) shows that the
+    endpoint takes the key and knows the model."""
+    cache = (config.endpoint, config.api_version, config.model, content_key({"key": config.api_key or ""}), role)
     with _announce_lock:
-        if (task, role) in _announced:
-            return
+        if cache in _preflights:
+            return _preflights[cache]
+    problem = _preflight(config, role)
+    with _announce_lock:
+        _preflights[cache] = problem
+    return problem
+
+
+def _preflight(config: JudgeConfig, role: str) -> str | None:
+    import openai
+
+    where = f"the {role} {config.model} at {config.endpoint} (key from {config.key_source})"
+    skip = f"docs/JUDGE.md; {ENV_PREFIX}PREFLIGHT=0 skips this check"
+    if not config.api_key:
+        fallback = "AZURE_OPENAI_API_KEY" if config.is_azure else "OPENAI_API_KEY"
+        return f"the {role} {config.model} at {config.endpoint} has no key: set {ENV_PREFIX}API_KEY (or {fallback}), or {ENV_PREFIX}BASE_URL to a local server ({skip})"
+    payload: dict[str, Any] = {"model": config.model, "messages": [{"role": "user", "content": "ping"}]}
+    payload["max_completion_tokens" if config.is_reasoning_model else "max_tokens"] = 1
+    last: Exception | None = None
+    for attempt in range(2):  # one retry: a connection hiccup must not stop a run
+        try:
+            client = get_client(config).with_options(timeout=min(config.timeout, PREFLIGHT_TIMEOUT), max_retries=0)
+            client.chat.completions.create(**payload, extra_headers={PREFLIGHT_HEADER: "1"})
+            return None
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:  # APITimeoutError is a connection error
+            last = exc
+            if attempt == 0:
+                time.sleep(1.0)
+        except openai.APIStatusError as exc:
+            detail = _one_line(redact(f"HTTP {exc.status_code}: {exc.message}", [config.api_key]))
+            if exc.status_code in (401, 403):
+                return f"{where} rejected the key ({detail}): set {ENV_PREFIX}API_KEY to a key this endpoint accepts ({skip})"
+            if exc.status_code == 404:
+                return (
+                    f"{where} does not serve model {config.model} ({detail}): set {ENV_PREFIX}MODEL to a model this endpoint serves "
+                    f"(on Azure: the deployment name), or {ENV_PREFIX}BASE_URL to the endpoint that serves it ({skip})"
+                )
+            if exc.status_code == 429 and getattr(exc, "code", None) == "insufficient_quota":
+                return f"{where} has no quota left ({detail}): add credit or set {ENV_PREFIX}API_KEY to another key ({skip})"
+            logger.info(f"{role} preflight: {config.model} at {config.endpoint} answered {detail}; it takes the key and knows the model")
+            return None
+        except openai.APIResponseValidationError:
+            return None  # it answered
+        except Exception as exc:  # noqa: BLE001 - e.g. a client that cannot be built, a body that is not JSON
+            if isinstance(exc, ValueError):  # an answer that is not a chat completion is still an answer
+                return None
+            return f"{where} cannot be used: {_one_line(redact(f'{type(exc).__name__}: {exc}', [config.api_key]))} ({skip})"
+    reason = "timed out" if isinstance(last, openai.APITimeoutError) else f"{last.__cause__ or last}"
+    return (
+        f"{where} cannot be reached ({_one_line(redact(reason, [config.api_key]))}): start it, or set {ENV_PREFIX}BASE_URL "
+        f"to an endpoint that is up ({skip})"
+    )
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_judge(config: JudgeConfig, role: str = "judge") -> None:
+    """Raise `JudgeUnavailable` when the preflight fails (nothing when `config.preflight` is off)."""
+    if config.preflight:
+        problem = preflight_problem(config, role)
+        if problem:
+            raise JudgeUnavailable(problem)
+
+
+@contextlib.contextmanager
+def preflight_before_judging() -> Iterator[None]:
+    """For the duration, `judge_batch` checks the judge (`check_judge`) before sending its first request
+    and raises `JudgeUnavailable` instead of failing every request (`python -m lmms_tasks score`; in a
+    run the task's loader has checked it before any model request)."""
+    _preflight_on_send.set()
+    try:
+        yield
+    finally:
+        _preflight_on_send.clear()
+
+
+def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
+    """Before any model request: say which judge will score `task` and check that it takes requests
+    (`check_judge`: raises `JudgeUnavailable`, which stops the run). With the preflight off
+    (`LMMS_TASKS_JUDGE_PREFLIGHT=0`) only warn when the endpoint cannot be reached now (judging happens
+    after generation; a run whose judge is down ends with exit status 3)."""
+    with _announce_lock:
+        first = (task, role) not in _announced
         _announced.add((task, role))
-    logger.info(f"{task}: {role} {config.describe()}")
+    if first:
+        logger.info(f"{task}: {role} {config.describe()}")
+    if config.preflight:
+        check_judge(config, role)  # every call (a loader may run twice); the answer is cached
+        return
+    if not first:
+        return
     problem = endpoint_problem(config.endpoint)
     if problem:
         logger.warning(
@@ -616,6 +728,8 @@ def judge_batch(
             outcome.usage = dict(entry.get("usage") or {})
             outcome.error = None
 
+    if pending and _preflight_on_send.is_set():
+        check_judge(config)
     if pending:
         with contextlib.suppress(Exception):  # build the client before the pool; a failure is reported per request
             get_client(config)
@@ -645,17 +759,29 @@ def judge_batch(
     except OSError as exc:
         logger.error(f"judge {task}: could not write judgement records: {exc}")
     if batch.n_failed:
-        failed = [o for o in outcomes.values() if o.error]
-        names = ", ".join(f"{o.key!r}" + (f" {o.meta}" if o.meta else "") for o in failed[:10])
-        run_status.record_incomplete(
-            task,
-            f"{batch.n_failed}/{len(outcomes)} judge request(s) failed after retries ({failed[0].error}): {names}"
-            f"{' ...' if len(failed) > 10 else ''}. The run's outputs are written; re-run `python -m lmms_tasks score` "
-            "on its samples file to judge them (finished judgements come from the cache).",
-        )
+        run_status.record_incomplete(task, failure_line(batch, config))
     with _memo_lock:
         _memo[memo_key] = batch
     return batch
+
+
+def failure_line(batch: JudgeBatch, config: JudgeConfig) -> str:
+    """One line for a batch with failed requests: the count and the first failure's reason; every failed
+    request, with its error, is in the judgement records (named). Re-running `score` is advised only where
+    it can help: not when the judge refused the requests themselves (a 4xx other than 408/409/429)."""
+    failed = [o for o in batch.outcomes.values() if o.error]
+    first = failed[0]
+    where = f"every failure is in {batch.records_path}" if batch.records_path else "the judgement records could not be written"
+    status = re.match(r"HTTP (\d{3})\b", first.error or "")
+    refused = status is not None and 400 <= int(status.group(1)) < 500 and int(status.group(1)) not in RETRYABLE_STATUS
+    if refused:
+        advice = f"the judge {config.model} at {config.endpoint} refuses these requests: fix its settings (docs/JUDGE.md) before judging again"
+    else:
+        advice = "`python -m lmms_tasks score` on the samples file judges them again (finished judgements come from the cache)"
+    return (
+        f"{len(failed)}/{len(batch.outcomes)} judge request(s) failed after retries, the first ({first.key!r}): "
+        f"{_one_line(first.error or '', 200)}; {where}; {advice}"
+    )
 
 
 def _claim_wait(config: JudgeConfig) -> float:
@@ -795,14 +921,18 @@ __all__ = [
     "JudgeConfigError",
     "JudgeOutcome",
     "JudgeRequest",
+    "JudgeUnavailable",
     "RecordedReplies",
     "add_to_summary",
     "cache_key",
+    "check_judge",
     "clear_memo",
     "get_client",
     "judge_batch",
     "judge_summary_metric",
     "overrides",
+    "preflight_before_judging",
+    "preflight_problem",
     "public_url",
     "records_dir",
     "replaying",

@@ -242,3 +242,19 @@ def collect_outputs(result: RunResult) -> RunResult:
         with open(path, encoding="utf-8") as fh:
             result.samples[task] = [json.loads(line) for line in fh if line.strip()]
     return result
+
+
+def printed_tables(stdout: str) -> list[tuple[list[str], list[list[str]]]]:
+    """The markdown tables lmms-eval printed: (header cells, rows of cells)."""
+    tables, current = [], None
+    for line in stdout.splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if current is None:
+            current = (cells, [])
+            tables.append(current)
+        elif not set("".join(cells)) <= set("-: "):
+            current[1].append(cells)
+    return tables

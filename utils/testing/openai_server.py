@@ -4,7 +4,10 @@ Real sockets on 127.0.0.1 (ephemeral port), real HTTP, the `/v1/chat/completions
 official `openai` client and lmms-eval's `--model openai` speak. Replies are scripted by request
 content; every request is logged (messages, decoded images, sampling parameters); latency and faults
 (429 with Retry-After, 500, a 401 echoing the Authorization header, hang past the client timeout, malformed body, empty content) can be
-injected per request content so retries of the same request hit the same rule.
+injected per request content so retries of the same request hit the same rule. The judge client's preflight
+request (header `X-Lmms-Tasks-Preflight`) is answered "pong" (faults still apply) and logged apart, in
+`preflights`, so `requests` holds only the work a run asks for. `served_models` makes the server answer 404
+(model not found) for any other model, as OpenAI and vLLM do.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from lmms_tasks.utils.services import judge
+
 Reply = str | None | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]
 
+PREFLIGHT_HEADER = judge.PREFLIGHT_HEADER.lower()  # request headers are recorded in lower case
 FAULT_KINDS = ("429", "500", "hang", "malformed", "empty", "disconnect", "401-echo")
 
 
@@ -185,6 +191,7 @@ class StandInServer:
         log_path: str | None = None,
         port: int = 0,
         model_alias: Callable[[str], str] | None = None,
+        served_models: Iterable[str] | None = None,
     ) -> None:
         """`port` 0 takes a free port; `model_alias` maps each request's model name before rules see it (the
         `stand-in` command answers every model but the judge as the scripted model under test)."""
@@ -199,6 +206,8 @@ class StandInServer:
         self._port = port
         self.model_alias = model_alias
         self.requests: list[RecordedRequest] = []
+        self.preflights: list[RecordedRequest] = []  # the judge client's preflight requests, apart from `requests`
+        self.served_models = None if served_models is None else frozenset(served_models)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -234,6 +243,7 @@ class StandInServer:
             self._rules.clear()
             self._faults.clear()
             self.requests.clear()
+            self.preflights.clear()
 
     # -- lifecycle -------------------------------------------------------------------------------
     @property
@@ -322,18 +332,24 @@ class StandInServer:
             received_at=time.time(),
         )
         unscripted: str | None = None
+        preflight = PREFLIGHT_HEADER in request.headers
+        unknown_model = self.served_models is not None and request.model not in self.served_models
         with self._lock:
             fault = next((f for f in self._faults if f.take(request)), None)
             rule = next((r for r in self._rules if r.matches(request)), None)
-            if fault is None:
+            if fault is None and not unknown_model:
                 try:
-                    reply = rule.render(request) if rule else self._default(request)
+                    reply = "pong" if preflight else rule.render(request) if rule else self._default(request)
                 except LookupError as exc:
                     unscripted = str(exc)
-            self.requests.append(request)
+            (self.preflights if preflight else self.requests).append(request)
         if self.latency:
             time.sleep(self.latency)
-        if unscripted is not None:
+        if unknown_model and fault is None:
+            request.status = 404
+            message = f"The model `{request.model}` does not exist or you do not have access to it."
+            handler._send(404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
+        elif unscripted is not None:
             request.status = 500
             handler._send(500, {"error": {"message": unscripted, "type": "unscripted_request"}})
         elif fault is not None:
@@ -413,6 +429,7 @@ class StandInServer:
             "status": request.status,
             "fault": request.fault,
             "reply": request.reply,
+            "preflight": PREFLIGHT_HEADER in request.headers,
         }
         with self._lock, open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")

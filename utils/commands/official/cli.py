@@ -52,7 +52,7 @@ def score_main(argv: list[str]) -> int:
     parser.add_argument("paths", type=Path, nargs="+", help="official prediction files, or folders of them")
     parser.add_argument("--output-dir", type=Path, default=None, help="where the re-scored JSON and the judgement/execution records go (default: beside each file)")
     parser.add_argument("--task", default=None, help="our task the files belong to, when the official folder or file name does not tell (e.g. vlm2_bench_oc_cpr)")
-    parser.add_argument("--setting", default=None, help="HumanEval-V: V2C | V2C-CoT | GT-T2C | V2T2C | V2T2C-4o | V2T | v1 (default: from the official file name)")
+    parser.add_argument("--setting", default=None, help="HumanEval-V: V2C | V2C-CoT | GT-T2C | V2T2C | V2T2C-4o | V2T | v1 (default: from the file's prompts; the official file name decides what they leave open)")
     parser.add_argument("--allow-partial", action="store_true", help="HumanEval-V v2: score a file that lacks some tasks (the official evaluator refuses it)")
     scoring.add_judge_options(parser)
     args = parser.parse_args(argv)
@@ -85,10 +85,10 @@ def _score_one(bench: str, module: Any, path: Path, args: argparse.Namespace, ju
         if bench == "humaneval_v":
             from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal
 
-            setting = humaneval_v.parse_setting(args.setting) if args.setting else humaneval_v.setting_from_name(path)
+            setting = humaneval_v.detect_file(path, args.setting)
             if setting != "V2T" and not execution_allowed():  # descriptions only: nothing to execute
                 raise OfficialFormatError(opt_in_refusal(str(path)))
-        with scoring.judge_overrides(judge_options):
+        with scoring.judge_overrides(judge_options), judge.preflight_before_judging():
             imported = _read(bench, module, path, args)
             output_dir = args.output_dir or path.parent
             out_path = output_dir / f"{path.stem}.{imported.task}.rescored.json"
@@ -107,7 +107,7 @@ def _score_one(bench: str, module: Any, path: Path, args: argparse.Namespace, ju
                     n_expected=imported.n_expected,
                     n_expected_from=imported.n_expected_from,
                 )
-    except (OfficialFormatError, DataError, scoring.RescoreError, judge.JudgeConfigError) as exc:
+    except (OfficialFormatError, DataError, scoring.RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return scoring.EXIT_UNUSABLE
     report.update(

@@ -2,9 +2,12 @@
 
 In: the JSON list the official inference writes, `[{"qid", "prompt"?, "predictions": [...]}, ...]`, entries
 aggregated by qid in file order as the official evaluator does (a V2T2C step-2 file holds one entry per
-description). The setting comes from `--setting` or the official file name
-`<model>_<V2C|V2C-CoT|GT-T2C|V2T2C_T2C|V2T2C-4o_T2C|V2T>_sample_<n>.json`; v1 files (`<model>_sample_<n>.json`,
-no `prompt`) are a version of their own (`VERSIONS`). The number of predictions per task decides the metric
+description). The version and setting come from what the file holds (`detect`): a `prompt` (or `prompts`)
+makes it v2 and the prompt's official template names the setting; no prompt, v1 (`VERSIONS`). The official
+file name `<model>_<V2C|V2C-CoT|GT-T2C|V2T2C_T2C|V2T2C-4o_T2C|V2T>_sample_<n>.json` decides only what the
+content leaves open (GT-T2C and V2T2C share a template); `--setting` may not contradict the content. The
+official evaluator's output (`*_executed.json`, entries with execution `results`) is refused, naming the
+prediction file to pass. The number of predictions per task decides the metric
 as the official `compute_score` does: 1 -> pass@1 (our greedy task), more -> pass@3 (our `_pass3` task; v1:
 pass@10). Every task must have the same number; v2 needs every task of the data (the official evaluator
 asserts it) unless `--allow-partial`.
@@ -18,6 +21,7 @@ Out: one prediction file per setting and sample count, named as the official scr
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -92,6 +96,88 @@ def setting_from_name(path: Path) -> str | None:
     return "v1" if V1_NAME.match(path.name) else None
 
 
+# official prompt template -> the experiments whose requests use it (V2T2C's step 2 and GT-T2C share T2C's)
+_TEMPLATE_EXPERIMENTS = {
+    "v2c": ("V2C",),
+    "v2c_cot": ("V2C-CoT",),
+    "v2t": ("V2T",),
+    "t2c": ("GT-T2C", "V2T2C", "V2T2C-4o"),
+}
+
+
+@functools.cache
+def _template_pattern(setting: str) -> tuple[re.Pattern[str], int]:
+    """A prompt template as a pattern (each placeholder: any text; the whole compared without its outer
+    whitespace) and the length of its fixed text."""
+    import string
+
+    from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
+    from lmms_tasks.utils.services.prompts import prompt
+
+    literals = [literal for literal, *_ in string.Formatter().parse(prompt(SETTINGS[setting][0]).strip())]
+    return re.compile("(?s)" + "(.*)".join(re.escape(literal) for literal in literals)), sum(map(len, literals))
+
+
+def experiments_of_prompt(text: str) -> tuple[str, ...]:
+    """The official experiments whose prompt template `text` was made from (() when none: not an official
+    prompt); where several templates fit, the one with the most fixed text."""
+    found = [(size, exps) for setting, exps in _TEMPLATE_EXPERIMENTS.items() for pattern, size in [_template_pattern(setting)] if pattern.fullmatch(text.strip())]
+    return max(found)[1] if found else ()
+
+
+def is_executed(entries: list[Any]) -> bool:
+    """The official evaluator's output (`<prediction file>_executed.json`): entries carry execution results."""
+    return any(isinstance(e, dict) and ("results" in e or "processed_predictions" in e) for e in entries)
+
+
+def _prompts_of(entry: dict[str, Any]) -> list[str]:
+    value = entry.get("prompts", entry.get("prompt"))
+    return [value] if isinstance(value, str) else [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+
+
+def detect(path: Path, entries: list[dict[str, Any]], setting: str | None = None) -> str:
+    """The file's official experiment (V2C, ..., or v1), decided by what it holds: entries with a `prompt`
+    (or `prompts`) are v2, and the prompt's text names the setting where it is an official template; no
+    prompt is v1. The file name decides only what the content leaves open (which T2C experiment; a prompt
+    that is no official template); `--setting` (`setting`) may not contradict the content."""
+    name_says = setting_from_name(path)
+    has_prompt = any("prompt" in e or "prompts" in e for e in entries)
+    if not has_prompt:
+        if setting is not None and setting != "v1":
+            return setting  # nothing in the file says otherwise
+        if name_says not in (None, "v1"):
+            raise OfficialFormatError(
+                f"{path}: named like a v2 {name_says} file but its entries have no 'prompt' (v2 files have one, v1 files none): "
+                "pass --setting to score it as v2, or --setting v1"
+            )
+        return "v1"
+    if setting == "v1":
+        raise OfficialFormatError(f"{path}: its entries have a 'prompt', so it is a v2 file, not v1: pass its v2 --setting or none")
+    prompts = {text for e in entries for text in _prompts_of(e)}
+    by_prompt = {experiments_of_prompt(text) for text in prompts} - {()}
+    if len(by_prompt) > 1:
+        raise OfficialFormatError(f"{path}: its prompts come from several settings' templates ({', '.join('/'.join(e) for e in sorted(by_prompt))}): score one setting per file")
+    candidates = next(iter(by_prompt)) if by_prompt else tuple(EXPERIMENTS)
+    if setting is not None:
+        if setting not in candidates:
+            raise OfficialFormatError(f"{path}: --setting {setting} but its prompts are {'/'.join(candidates)} prompts: pass --setting {candidates[0]} or none")
+        return setting
+    if len(candidates) == 1:
+        return candidates[0]
+    if name_says in candidates:
+        return str(name_says)
+    what = f"its prompts are {'/'.join(candidates)} prompts" if by_prompt else "its prompts are no official template"
+    raise OfficialFormatError(
+        f"{path}: cannot tell its HumanEval-V setting ({what}): pass --setting {'|'.join(candidates)}, or name it as the official "
+        "scripts do (<model>_V2C_sample_1.json, ...)"
+    )
+
+
+def detect_file(path: Path, setting: str | None = None) -> str:
+    """`detect` on a file (refusing the official evaluator's output and malformed files)."""
+    return detect(path, read_entries(path), parse_setting(setting) if setting else None)
+
+
 def collect(paths: Iterable[Path]) -> list[Path]:
     """A file, or every prediction file directly in a folder (`*.json`, not the evaluator's `*_executed.json`)."""
     found: list[Path] = []
@@ -115,6 +201,12 @@ def read_entries(path: Path) -> list[dict[str, Any]]:
         raise OfficialFormatError(f"{path}: not a JSON file ({exc}); an official HumanEval-V prediction file is a JSON list") from exc
     if not isinstance(data, list) or not data:
         raise OfficialFormatError(f"{path}: expected a non-empty JSON list of {{'qid', 'prompt', 'predictions'}} entries, got {type(data).__name__}")
+    if is_executed(data):
+        source = path.with_name(path.name.replace("_executed.json", ".json")) if path.name.endswith("_executed.json") else None
+        raise OfficialFormatError(
+            f"{path}: the official evaluator's output (entries with execution 'results'), not a prediction file: pass the "
+            f"prediction file it was made from{f' ({source})' if source else ''}; its programs are run again here"
+        )
     for index, entry in enumerate(data):
         where = f"{path}: entry {index}" + (f" (qid={entry.get('qid')!r})" if isinstance(entry, dict) else "")
         if not isinstance(entry, dict):
@@ -129,6 +221,8 @@ def read_entries(path: Path) -> list[dict[str, Any]]:
             raise OfficialFormatError(f"{where}: field 'predictions' must be a non-empty list of strings")
         if "prompt" in entry and not isinstance(entry["prompt"], str):
             raise OfficialFormatError(f"{where}: field 'prompt' must be a string")
+        if "prompts" in entry and not (isinstance(entry["prompts"], list) and all(isinstance(p, str) for p in entry["prompts"])):
+            raise OfficialFormatError(f"{where}: field 'prompts' must be a list of strings")
     return data
 
 
@@ -187,12 +281,8 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
     """One official prediction file as the samples of the task of its setting and sample count."""
     from lmms_tasks.utils.humaneval_v.hooks import process_results
 
-    exp = parse_setting(setting) if setting else setting_from_name(path)
     entries = read_entries(path)
-    if exp is None:
-        if any("prompt" in e for e in entries):
-            raise OfficialFormatError(f"{path}: cannot tell its HumanEval-V setting: name it as the official scripts do (<model>_V2C_sample_1.json, ...) or pass --setting")
-        exp = "v1"  # v1 files carry no prompt
+    exp = detect(path, entries, parse_setting(setting) if setting else None)
     version = VERSIONS["v1" if exp == "v1" else "v2"]
     ours = "v1" if exp == "v1" else EXPERIMENTS[exp][0]
     by_qid = aggregate_by_qid(path, entries, one_entry_per_qid=ours not in ("t2c",))

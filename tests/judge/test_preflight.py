@@ -1,0 +1,161 @@
+"""The judge preflight (issue 29): one cheap request before the first model request tells a missing key, a
+rejected key, an unknown judge model and an unreachable endpoint apart from a judge that works; each failure
+is one line naming the judge model, the endpoint, where the key comes from and what to set. Checked once per
+process, endpoint, key and model; `LMMS_TASKS_JUDGE_PREFLIGHT=0` switches it off. These tests call the
+client; `test_preflight_e2e.py` runs each failure through the real lmms-eval CLI."""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+KEY = "sk-preflight-secret-0123456789abcdef"
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def config_for(base_url: str, tmp_path: Path, **changes: object) -> judge.JudgeConfig:
+    config = judge.JudgeConfig(
+        model="stand-in-judge",
+        base_url=base_url,
+        api_key=KEY,
+        timeout=5.0,
+        max_retries=0,
+        cache_dir=str(tmp_path / "cache"),
+        progress=False,
+        key_source="LMMS_TASKS_JUDGE_API_KEY",
+    )
+    return replace(config, **changes)  # type: ignore[arg-type]
+
+
+def test_a_working_judge_passes_and_is_checked_once_per_endpoint(tmp_path: Path) -> None:
+    with StandInServer(default_reply="<score>1/1</score>") as server:
+        config = config_for(server.base_url, tmp_path)
+        assert judge.preflight_problem(config) is None
+        judge.announce(config, "task_a")
+        judge.announce(config, "task_b")  # another task, the same judge: not checked again
+        assert len(server.preflights) == 1 and server.requests == []  # the preflight is not a judge request
+        (sent,) = server.preflights
+        assert sent.model == "stand-in-judge" and sent.params.get("max_tokens") == 1
+
+
+def test_no_key_is_named_without_sending_anything(tmp_path: Path) -> None:
+    env = {"LMMS_TASKS_JUDGE_MODEL": "gpt-5-mini"}
+    config = judge.JudgeConfig.resolve(default_model="gpt-4o", env=env)
+    problem = judge.preflight_problem(config)
+    assert problem is not None and "\n" not in problem
+    assert "gpt-5-mini" in problem and "https://api.openai.com/v1" in problem and "has no key" in problem
+    assert "set LMMS_TASKS_JUDGE_API_KEY" in problem and "LMMS_TASKS_JUDGE_PREFLIGHT=0" in problem
+
+
+def test_a_rejected_key_is_named_and_never_shown(tmp_path: Path) -> None:
+    with StandInServer(default_reply="x") as server:
+        server.fault(lambda r: r.model == "stand-in-judge", "401-echo", times=None)  # echoes the Authorization header
+        config = config_for(server.base_url, tmp_path)
+        problem = judge.preflight_problem(config)
+        with pytest.raises(judge.JudgeUnavailable) as raised:
+            judge.announce(config, "task_401")
+        base_url = server.base_url
+    assert problem is not None and "\n" not in problem
+    assert f"the judge stand-in-judge at {base_url} (key from LMMS_TASKS_JUDGE_API_KEY) rejected the key (HTTP 401" in problem
+    assert "set LMMS_TASKS_JUDGE_API_KEY to a key this endpoint accepts" in problem
+    assert KEY not in problem and KEY not in str(raised.value)
+    assert raised.value.exit_status == 1
+    assert len(server.preflights) == 1 and server.requests == []  # cached: announce did not ask again
+
+
+def test_an_unknown_model_is_named(tmp_path: Path) -> None:
+    with StandInServer(default_reply="x", served_models={"stand-in-vlm"}) as server:
+        problem = judge.preflight_problem(config_for(server.base_url, tmp_path))
+        assert [r.status for r in server.preflights] == [404]
+    assert problem is not None and "does not serve model stand-in-judge (HTTP 404" in problem
+    assert "set LMMS_TASKS_JUDGE_MODEL to a model this endpoint serves" in problem
+
+
+def test_an_unreachable_endpoint_is_named(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    problem = judge.preflight_problem(config_for(dead, tmp_path))
+    assert problem is not None and f"at {dead} (key from LMMS_TASKS_JUDGE_API_KEY) cannot be reached" in problem
+    assert "set LMMS_TASKS_JUDGE_BASE_URL to an endpoint that is up" in problem
+
+
+@pytest.mark.parametrize("fault", ["500", "malformed", "429"])
+def test_an_endpoint_that_answers_otherwise_takes_the_key(fault: str, tmp_path: Path) -> None:
+    """Only what judging can never get past stops a run; a server error or a rate limit may pass."""
+    with StandInServer(default_reply="x") as server:
+        server.fault(lambda r: True, fault, times=None, retry_after=0.01)
+        assert judge.preflight_problem(config_for(server.base_url, tmp_path)) is None
+
+
+def test_the_opt_out_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_PREFLIGHT", "0")
+    with StandInServer(default_reply="x") as server:
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", KEY)
+        server.fault(lambda r: True, "401-echo", times=None)
+        config = judge.JudgeConfig.resolve(default_model="stand-in-judge")
+        assert config.preflight is False
+        judge.announce(config, "task_opt_out")  # no raise
+        judge.check_judge(config)
+        assert server.preflights == []
+
+
+def test_score_checks_the_judge_before_its_first_request_only(tmp_path: Path) -> None:
+    """Inside `preflight_before_judging` (the score command) a batch with requests to send checks the judge
+    first and raises instead of failing every request; a batch answered from the cache sends nothing."""
+    with StandInServer(default_reply="<score>1/1</score>") as server:
+        good = config_for(server.base_url, tmp_path)
+        requests = [judge.JudgeRequest(key="a", messages=[{"role": "user", "content": "judge a"}])]
+        judge.judge_batch("task_cache", requests, str, config=good, output_dir=tmp_path / "out")
+        judge.clear_memo()
+        server.fault(lambda r: True, "401-echo", times=None)
+        with judge.preflight_before_judging():
+            cached = judge.judge_batch("task_cache", requests, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
+            assert cached.n_failed == 0 and server.preflights == []
+            fresh = [judge.JudgeRequest(key="b", messages=[{"role": "user", "content": "judge b"}])]
+            with pytest.raises(judge.JudgeUnavailable, match="rejected the key"):
+                judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
+        assert len(server.preflights) == 1 and len(server.requests) == 1  # only the first batch's request
+        # outside the score command a batch never raises: the failure is recorded per request
+        failed = judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
+        assert failed.n_failed == 1
+
+
+# -- judge failures after the run: one line per task ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fault", "refused"), [("401-echo", True), ("500", False)])
+def test_failed_requests_make_one_line_and_the_records_hold_every_one(fault: str, refused: bool, tmp_path: Path) -> None:
+    from lmms_tasks.utils.services import status
+
+    status.clear()
+    n = 40
+    with StandInServer(default_reply="x") as server:
+        server.fault(lambda r: True, fault, times=None)
+        config = config_for(server.base_url, tmp_path, backoff=0.01, backoff_max=0.02)
+        requests = [judge.JudgeRequest(key=f"item-{i:02d}", messages=[{"role": "user", "content": f"judge {i}"}], meta={"doc_id": i}) for i in range(n)]
+        batch = judge.judge_batch("task_fail", requests, str, config=config, output_dir=tmp_path / "out")
+    (fault_record,) = status.faults("task_fail")
+    status.clear()
+    line = fault_record.message
+    assert "\n" not in line and len(line) < 700, line  # not one entry per item
+    assert line.startswith(f"{n}/{n} judge request(s) failed after retries, the first ('item-00'): HTTP {fault[:3]}")
+    assert "item-01" not in line and "doc_id" not in line
+    assert f"every failure is in {batch.records_path}" in line
+    assert ("python -m lmms_tasks score" in line) is not refused  # re-judging cannot help a refused request
+    assert ("fix its settings (docs/JUDGE.md)" in line) is refused
+    assert KEY not in line
+    records = [json.loads(x) for x in batch.records_path.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["key"] for r in records if r["error"]) == [f"item-{i:02d}" for i in range(n)]
+    assert all(f"HTTP {fault[:3]}" in r["error"] for r in records)

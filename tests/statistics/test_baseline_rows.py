@@ -1,0 +1,82 @@
+"""`--baseline` (issue 29): lmms-eval compares one metric per task (its `score_key`, the headline), so the
+printed table shows Baseline, Diff, CI and P_Value only on that metric's row; every other row of the task
+(judge_failures, judge_unparsed, the counts) shows N/A there, not "its value minus the headline's baseline
+mean" with the headline's CI. Two identical runs through the real CLI: the headline's Diff is +0.0%."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lmms_tasks.utils.compat.baselines import compared_rows_only
+from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, printed_tables, run_lmms_eval
+from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
+from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fixture
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+PAIRED_COLUMNS = ("Baseline", "Diff", "CI", "P_Value")
+TASKS = ("haerae_vision_original", "vlm2_bench_oc_cpr")
+
+
+def test_the_comparison_stays_on_the_compared_metric() -> None:
+    from lmms_eval.utils import make_table
+
+    results = {
+        "results": {
+            "t": {
+                "alias": "t",
+                "score,none": 40.0,
+                "score_stderr,none": 2.0,
+                "failures,none": 0,
+                "paired_baseline": "base",
+                "paired_baseline_score": 30.0,
+                "paired_ci_lower": 5.0,
+                "paired_ci_upper": 15.0,
+                "paired_pvalue": 0.01,
+            },
+            "u": {"alias": "u", "score,none": 1.0},
+        },
+        "configs": {"t": {"score_key": "score"}},
+        "n-shot": {"t": 0, "u": 0},
+        "higher_is_better": {"t": {"score": True, "failures": False}, "u": {"score": True}},
+    }
+    (header, body), *_ = printed_tables(make_table(compared_rows_only(results)))
+    rows = {(r[0], r[header.index("Metric")]): dict(zip(header, r)) for r in body}
+    assert rows[("t", "score")]["Diff"] == "+10.0%" and rows[("t", "score")]["CI"] == "[+5.0%, +15.0%]"
+    assert rows[("t", "score")]["P_Value"] == "0.0100*" and rows[("t", "score")]["Stderr"] == "2"  # its own stderr kept
+    assert all(rows[("t", "failures")][c] == "N/A" for c in PAIRED_COLUMNS)  # not 0 - 30 = -30.0%
+    assert all(rows[("u", "score")][c] == "N/A" for c in PAIRED_COLUMNS)
+    assert results["results"]["t"]["alias"] == "t"  # the results themselves are left as they are
+
+
+@pytest.mark.e2e
+def test_two_identical_runs_under_baseline(tmp_path: Path) -> None:
+    hv = hv_fixture.write(tmp_path / "hv")
+    vlm2 = vlm2_fixture.write(tmp_path / "vlm2")
+    scores = ["<score>1/2</score>", "<score>2/2</score>", "<score>0/2</score>"]
+    replies = iter(range(10**6))
+
+    def reply(request: object) -> str:
+        if request.model == STAND_IN_JUDGE:  # type: ignore[attr-defined]
+            return scores[next(replies) % len(scores)]  # cached: the second run gets the first run's verdicts
+        return "T"
+
+    with StandInServer(default_reply=reply) as server:
+        env = offline_env(server.base_url, tmp_path, {**hv.env, **vlm2.env})
+        first = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "a", env=env).check()
+        second = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "b", env=env, extra_args=["--baseline", str(tmp_path / "a")]).check()
+    (header, body), *_ = [t for t in printed_tables(second.stdout) if t[0][0] == "Tasks"]
+    assert set(PAIRED_COLUMNS) <= set(header), header
+    rows = [dict(zip(header, cells)) for cells in body]
+    for task in TASKS:
+        headline = second.results["configs"][task]["score_key"]
+        assert second.results["results"][task]["paired_baseline_score"] == pytest.approx(first.results["results"][task][f"{headline},none"])
+        name = second.results["results"][task].get("alias", task)  # the table shows a task by its alias
+        mine = [r for r in rows if r["Tasks"].strip("- ") == name]
+        compared = [r for r in mine if r["Metric"] == headline]
+        others = [r for r in mine if r["Metric"] != headline]
+        assert len(compared) == 1 and compared[0]["Diff"] == "+0.0%" and compared[0]["CI"] != "N/A", compared
+        assert others and all(r[c] == "N/A" for r in others for c in PAIRED_COLUMNS), others
+    judge_rows = [r for r in rows if r["Metric"] in ("judge_failures", "judge_unparsed")]
+    assert len(judge_rows) == 2 and all(r["Diff"] == "N/A" for r in judge_rows)
