@@ -108,6 +108,16 @@ def test_group_metric_with_subtask_names_and_its_own_stderr() -> None:
     assert calls == [["t_a", "t_b"]]
 
 
+def test_an_aggregation_stderr_gets_na_stderrs_and_decides() -> None:
+    def only_b(values: list[float], sizes: list[int], weight_by_size: bool, subtasks: list[str]) -> float:
+        return dict(zip(subtasks, values))["t_b"]
+
+    only_b.stderr = lambda stderrs, sizes, weight_by_size, subtasks: dict(zip(subtasks, stderrs))["t_b"]  # type: ignore[attr-defined]
+    results = {**RESULTS, "t_a": {**RESULTS["t_a"], "acc_stderr,none": "N/A"}}  # t_a is not in this group number
+    out = groups.aggregate_entry(_entry(metric="acc", group_metric="acc_b", aggregation=only_b), results, ["t_a", "t_b"])
+    assert out == {"acc_b,none": 0.7, "acc_b_stderr,none": 0.2}
+
+
 def test_a_callable_without_subtasks_is_called_as_before_and_na_stderr_propagates() -> None:
     results = {**RESULTS, "t_b": {**RESULTS["t_b"], "acc_stderr,none": "N/A"}}
     out = groups.aggregate_entry(_entry(metric="acc", match="exact", aggregation=lambda v, s, w: sum(v)), results, ["t_a", "t_b"])

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,6 +59,19 @@ CHECKLISTS = {
     104: "['오류 코드의 의미를 설명한다' '해결 방법을 구체적으로 제시한다']",
     105: "['더 적합한 모델을 하나 고른다']",
 }
+
+
+# Fresh process: the two tasks' saved (batch-scored) samples -> their scores -> the group's gap and its error.
+GROUP_ALONE = """
+import json, sys
+from pathlib import Path
+from lmms_tasks.utils.haerae_vision import hooks
+tasks = ["haerae_vision_explicit", "haerae_vision_original"]
+items = {t: [json.loads(line)["haerae_vision_score"] for line in next(Path(sys.argv[1]).rglob(f"*_samples_{t}.jsonl")).read_text().splitlines()] for t in tasks}
+values = [hooks.agg_haerae_vision_score(items[t]) for t in tasks]
+stderrs = [hooks.agg_haerae_vision_score.stderr(items[t]) for t in tasks]
+print(json.dumps([hooks.group_underspec_gap(values, [5, 5], False, subtasks=tasks), hooks.group_underspec_gap.stderr(stderrs, [5, 5], False, subtasks=tasks)]))
+"""
 
 
 def _se(values: list[float]) -> float:
@@ -155,6 +171,17 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision", "score_original_stderr") == pytest.approx(_se(original_scores))
     assert run.metric("haerae_vision", "judge_failures") == 1
     assert run.metric("haerae_vision", "judge_unparsed") == 2
+    # the group aggregation alone, in a fresh process (no task aggregated or judged there): the same gap and
+    # paired error, from the values it is handed, which carry the saved samples' item scores
+    alone = subprocess.run(
+        [sys.executable, "-c", GROUP_ALONE, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},  # nothing may be judged
+    )
+    gap_alone, stderr_alone = json.loads(alone.stdout.strip().splitlines()[-1])
+    assert gap_alone == pytest.approx(gap) and stderr_alone == pytest.approx(_se(pairs))
 
     # -- the samples carry each judged item's score (lmms-eval's CLT stderr and --baseline read them) ------
     explicit_samples = {s["haerae_vision_score"]["question_idx"]: s for s in run.samples["haerae_vision_explicit"]}

@@ -72,6 +72,12 @@ EXPLICIT = [
 ]
 
 
+def _judged(items: list[dict[str, Any]], args: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """The batch step (the one place the task is judged) on the items: each metric's judged items."""
+    documents = hooks.score_batch([{name: item for name in metrics.METRICS} for item in items], args=args)
+    return {name: [d[name] for d in documents] for name in metrics.METRICS}
+
+
 def _script(server: StandInServer, replies: dict[str, str]) -> None:
     for question, reply in replies.items():
         server.script(lambda r, q=question: r.model == JUDGE and f"[INPUT]\n{q}\n" in r.text, reply)
@@ -105,13 +111,14 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     )
     items = _items("original", ORIGINAL)
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
-    assert hooks.agg_haerae_vision_score(items, args=args) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
-    assert hooks.agg_judge_failures(items, args=args) == 0  # every request got a reply
-    assert hooks.agg_judge_unparsed(items, args=args) == 1  # two tags: counted 0
+    judged = _judged(items, args)
+    assert hooks.agg_haerae_vision_score(judged["haerae_vision_score"]) == pytest.approx((0.5 + 1.0 + 0.0 + 0.0) / 4)
+    assert hooks.agg_judge_failures(judged["judge_failures"]) == 0  # every request got a reply
+    assert hooks.agg_judge_unparsed(judged["judge_unparsed"]) == 1  # two tags: counted 0
     # SD(0.5, 1, 0, 0) / sqrt(4), on the 0-1 scale
     mean = 0.375
     se = math.sqrt(sum((v - mean) ** 2 for v in (0.5, 1.0, 0.0, 0.0)) / 3) / 2
-    assert hooks.agg_haerae_vision_score.stderr(items, args=args) == pytest.approx(se)
+    assert hooks.agg_haerae_vision_score.stderr(judged["haerae_vision_score"]) == pytest.approx(se)
     # per-category means and the judge's provenance are in the judgement summary
     summary = json.loads((tmp_path / "out" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
     assert summary["category_scores"] == pytest.approx({"게임": 0.75, "과학": 0.0})
@@ -122,7 +129,7 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     assert [d["haerae_vision_score"]["haerae_vision_score"] for d in documents] == pytest.approx([0.5, 1.0, 0.0, 0.0])
     assert [d["unit_score"] for d in documents] == pytest.approx([0.005, 0.01, 0.0, 0.0])  # / 100: --baseline reports x100
     assert all("score" not in d["judge_failures"] for d in documents)
-    # four metrics, one batch: every item judged exactly once
+    # four metrics, two batch steps (this one from the judge cache): every item sent to the judge exactly once
     assert len(judge_env.requests_for(model=JUDGE)) == 4
     # the exact bytes of one judge message, by hand; the empty response went out as nan (K2)
     sent = {r.messages[0]["content"] for r in judge_env.requests_for(model=JUDGE)}
@@ -137,22 +144,24 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
 def test_a_failed_judgement_is_left_out_and_counted(judge_env: StandInServer, tmp_path: Path) -> None:
     _script(judge_env, {"이거 무슨 게임?": "<score>1/2</score>", "어떻게 깨요?": "<score>1/1</score>", "이거 왜 이래요?": "<score>0/1</score>"})
     judge_env.fault(lambda r: "어떻게 깨요?" in r.text, "500", times=None)
-    items = _items("original", ORIGINAL[:3])
+    judged = _judged(_items("original", ORIGINAL[:3]))
+    items = judged["haerae_vision_score"]
     assert hooks.agg_haerae_vision_score(items) == pytest.approx((0.5 + 0.0) / 2)  # over the 2 judged items, not 3
-    assert hooks.agg_judge_failures(items) == 1 and hooks.agg_judge_unparsed(items) == 0
+    assert hooks.agg_judge_failures(judged["judge_failures"]) == 1 and hooks.agg_judge_unparsed(judged["judge_unparsed"]) == 0
     assert hooks.agg_haerae_vision_score.stderr(items) == pytest.approx(math.sqrt(2 * 0.25**2) / math.sqrt(2))
-    documents = hooks.score_batch([{"haerae_vision_score": item} for item in items])
-    assert ["score" in d["haerae_vision_score"] for d in documents] == [True, False, True]  # the failed one: none
+    assert ["score" in i for i in items] == [True, False, True]  # the failed one: none
     # every request failed: no number at all rather than a 0
     judge.clear_memo()
     judge_env.fault(lambda r: True, "500", times=None)
-    assert hooks.agg_haerae_vision_score(_items("original", ORIGINAL[3:])) is None
+    assert hooks.agg_haerae_vision_score(_judged(_items("original", ORIGINAL[3:]))["haerae_vision_score"]) is None
 
 
 def test_items_arrive_unordered_and_duplicated_identically(judge_env: StandInServer) -> None:
     _script(judge_env, {"이거 무슨 게임?": "<score>1/4</score>", "어떻게 깨요?": "<score>3/4</score>"})
-    items = _items("original", ORIGINAL[:2])
+    items = _judged(_items("original", ORIGINAL[:2]))["haerae_vision_score"]
     assert hooks.agg_haerae_vision_score(list(reversed(items)) + [items[0]]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="no judge verdict.*process_results_batch"):  # not judged by the batch step
+        hooks.agg_haerae_vision_score(_items("original", ORIGINAL[:2]))
 
 
 def test_bad_items_are_named() -> None:
@@ -181,9 +190,11 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
             "사진 속 현상의 이름은?": "<score>1/2</score>",
         },
     )
-    # the tasks' aggregations run first (lmms-eval: per task, then the group), in either order
-    score_original = hooks.agg_haerae_vision_score(_items("original", ORIGINAL))
-    score_explicit = hooks.agg_haerae_vision_score(_items("explicit", list(reversed(EXPLICIT))))
+    # lmms-eval hands the group the tasks' scores, which carry their judged items' scores
+    original_items = _judged(_items("original", ORIGINAL))["haerae_vision_score"]
+    explicit_items = _judged(_items("explicit", list(reversed(EXPLICIT))))["haerae_vision_score"]
+    score_original = hooks.agg_haerae_vision_score(original_items)
+    score_explicit = hooks.agg_haerae_vision_score(explicit_items)
     expected_gap = ((1.0 - 0.5) + (1.25 - 1.0) + (0.5 - 0.0) + (0.5 - 0.0)) / 4
     tasks = ["haerae_vision_explicit", "haerae_vision_original"]
     values = [score_explicit, score_original]
@@ -195,29 +206,32 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
     diffs = [0.5, 0.25, 0.5, 0.5]
     mean = sum(diffs) / 4
     paired = math.sqrt(sum((d - mean) ** 2 for d in diffs) / 3) / 2
-    assert hooks.group_underspec_gap.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == pytest.approx(paired)
-    assert hooks.group_original_score.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == 0.2  # the original task's own
-    assert hooks.group_explicit_score.stderr([0.1, 0.2], [4, 4], False, subtasks=tasks) == 0.1
+    stderrs = [hooks.agg_haerae_vision_score.stderr(explicit_items), hooks.agg_haerae_vision_score.stderr(original_items)]
+    assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks) == pytest.approx(paired)
+    assert hooks.group_original_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[1]  # the original task's own
+    assert hooks.group_explicit_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[0]
+    # plain numbers (no item scores, e.g. another aggregation's leftovers): no gap, never a made-up one
+    assert hooks.group_underspec_gap([0.5, 0.7], [4, 4], False, subtasks=tasks) is None
 
 
-def _scored(variant: str, scores: dict[str, float]) -> metrics.ScoredTask:
-    return metrics.ScoredTask(task=f"haerae_vision_{variant}", variant=variant, scores=scores, categories={q: "" for q in scores}, judge_info="")
+def _scored(variant: str, scores: dict[str, float]) -> dict[str, float]:
+    return metrics.ScoredTask(task=f"haerae_vision_{variant}", variant=variant, scores=scores, categories={q: "" for q in scores}, judge_info="").item_scores()
 
 
-def test_gap_uses_only_shared_items_and_needs_both_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gap_uses_only_shared_items_and_needs_both_variants() -> None:
     original = _scored("original", {"1": 0.5, "2": 1.0, "3": 0.0})
     explicit = _scored("explicit", {"2": 1.0, "3": 1.0, "4": 1.0})
     assert metrics.paired_gap({"original": original, "explicit": explicit}) == pytest.approx(((1.0 - 1.0) + (1.0 - 0.0)) / 2)
     # an item whose judge request failed in either variant is not paired; an unparsed reply (None) counts 0
-    failed = metrics.ScoredTask("haerae_vision_original", "original", {"1": 0.5, "2": 1.0, "3": None}, {}, "", failed=frozenset({"2"}))
+    failed = metrics.ScoredTask("haerae_vision_original", "original", {"1": 0.5, "2": 1.0, "3": None}, {}, "", failed=frozenset({"2"})).item_scores()
     assert metrics.paired_gap({"original": failed, "explicit": explicit}) == pytest.approx(1.0 - 0.0)  # item 3 only
     with pytest.raises(ValueError, match="missing \\['explicit'\\]"):
         metrics.paired_gap({"original": original})
     with pytest.raises(ValueError, match="share no question_idx"):
         metrics.paired_gap({"original": _scored("original", {"1": 0.0}), "explicit": _scored("explicit", {"2": 0.0})})
     # the group callable runs after the whole run: it reports None instead of discarding the results
-    monkeypatch.setattr(metrics, "_scored", {"haerae_vision_original": original})
-    assert hooks.group_underspec_gap([0.5, 0.7], [3, 3], False, subtasks=["haerae_vision_original", "haerae_vision_explicit"]) is None
+    only_original = [metrics.ItemScores(0.5, original), 0.7]
+    assert hooks.group_underspec_gap(only_original, [3, 3], False, subtasks=["haerae_vision_original", "haerae_vision_explicit"]) is None
 
 
 def test_group_sum() -> None:

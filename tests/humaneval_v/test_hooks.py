@@ -25,7 +25,6 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
     monkeypatch.delenv("HUMANEVAL_V_DESCRIPTIONS", raising=False)
     monkeypatch.delenv("HUMANEVAL_V_STRONG_CODER", raising=False)
-    execution.clear_memo()
     return fixtures
 
 
@@ -163,18 +162,19 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) 
     items = [hooks.process_results(d, [replies[d["qid"]]])["pass@1"] for d in v2c]
     items = json.loads(json.dumps(items[::-1]))  # unordered, after a JSON round trip (the score CLI)
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
-    assert hooks.agg_pass_at_1(items, args=args) == 50.0  # 2 of 4
-    assert hooks.agg_parse_success_rate(items, args=args) == 75.0  # 1 of 4 gated
+    # the batch step executes and writes each task's pass@1 into its document, with the base qid as the cluster
+    documents = hooks.score_batch([{"pass@1": item, "parse_success_rate": item} for item in items], args=args)
+    scored_items = [d["pass@1"] for d in documents]
+    assert hooks.agg_pass_at_1(scored_items) == 50.0  # 2 of 4
+    assert hooks.agg_parse_success_rate([d["parse_success_rate"] for d in documents]) == 75.0  # 1 of 4 gated
     # the breakdowns are in the execution summary, not in the results table
     summary = json.loads((tmp_path / "out" / "executions" / "humaneval_v_v2c.summary.json").read_text())
     assert summary["by_task_type"] == {"Aggregation": 100.0, "Rearrangement": 100.0, "Iteration": 0.0, "Validation": 0.0}
     assert summary["by_capability"]["Mathematical Operations"] == 50.0 and summary["k"] == 1  # q1 yes, q2-2 no
     # standard error over the 4 tasks: SD(100, 100, 0, 0) / 2, the rounded and unrounded numbers alike
     se = math.sqrt((4 * 50.0**2) / 3) / 2
-    assert hooks.agg_pass_at_1.stderr(items, args=args) == pytest.approx(se)
-    assert hooks.agg_pass_at_1_unrounded.stderr(items, args=args) == pytest.approx(se)
-    # the batch step writes each task's pass@1 into its document, with the base qid as the cluster
-    documents = hooks.score_batch([{"pass@1": item, "parse_success_rate": item} for item in items], args=args)
+    assert hooks.agg_pass_at_1.stderr(scored_items) == pytest.approx(se)
+    assert hooks.agg_pass_at_1_unrounded.stderr(scored_items) == pytest.approx(se)
     scored = {d["pass@1"]["qid"]: d["pass@1"] for d in documents}
     assert {q: (i["pass@1"], i["score"], i["base_qid"]) for q, i in scored.items()} == {
         "q1": (100.0, 1.0, "q1"),
@@ -183,13 +183,14 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) 
         "q3": (0.0, 0.0, "q3"),
     }
     assert all(d["unit_score"] == d["pass@1"]["score"] and "score" not in d["parse_success_rate"] for d in documents)
+    assert {d["pass@1"]["qid"]: d["parse_success_rate"]["gated"] for d in documents}["q2-2"] == [True]
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
     by_qid = {r["qid"]: r for r in records}
     assert by_qid["q2-2"]["result"] == "Pylint syntax check failed:\nUndefined variable 'STEP'"
     assert by_qid["q3"]["passed"] is False and by_qid["q1"]["result"] == "passed"
 
 
-def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = data.records[fx.RECORDS_KEY]
     right = [fenced(r["ground_truth_solution"]) for r in rows]
     wrong = "no code at all"  # the `pass` stub: lints clean, fails the tests
@@ -204,36 +205,43 @@ def test_pass3_and_memoized_single_batch(data: fx.FixtureSet, monkeypatch: pytes
     calls: list[int] = []
     real = execution.gate.iter_pylint_errors
     monkeypatch.setattr(execution.gate, "iter_pylint_errors", lambda programs, **k: calls.append(len(programs)) or real(programs, **k))
-    assert hooks.agg_pass_at_3(items) == 57.5
-    assert hooks.agg_pass_at_3_unrounded(items) == pytest.approx(57.5)
+    documents = hooks.score_batch([{"pass@3": item} for item in items])
+    assert len(calls) == 1  # the batch step executes the task once...
+    monkeypatch.setattr(execution.gate, "iter_pylint_errors", None)  # ...and the aggregations execute nothing
+    scored = [d["pass@3"] for d in documents]
+    assert hooks.agg_pass_at_3(scored) == 57.5
+    assert hooks.agg_pass_at_3_unrounded(scored) == pytest.approx(57.5)
     # official denominator: sample_num (6) x tasks (4) = 24 samples, 6 of them gated -> 75.0
-    assert hooks.agg_parse_success_rate(items) == 75.0
-    assert hooks.agg_parse_success_rate_unrounded(items) == pytest.approx(75.0)
+    assert hooks.agg_parse_success_rate(scored) == 75.0
+    assert hooks.agg_parse_success_rate_unrounded(scored) == pytest.approx(75.0)
     # per task pass@3 (x100): 0, 50, 80, 100; its SD over sqrt(4 tasks) is pass@3's standard error
     per_task = [0.0, 50.0, 80.0, 100.0]
     mean = sum(per_task) / 4
-    assert hooks.agg_pass_at_3.stderr(items) == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in per_task) / 3) / 2)
-    documents = hooks.score_batch([{"pass@3": item} for item in items])
+    assert hooks.agg_pass_at_3.stderr(scored) == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in per_task) / 3) / 2)
     assert sorted(d["pass@3"]["pass@3"] for d in documents) == pytest.approx(per_task)
-    assert len(calls) == 1  # one batch shared by every metric of the task and the batch step
+    monkeypatch.setattr(execution.gate, "iter_pylint_errors", real)
     # one response per task (k-samples stability): whether that program passed, as a 0-1 fraction
     first = [{"pass@3": dict(item, programs=item["programs"][:1])} for item in items]
     assert {d["pass@3"]["qid"]: d["pass@3"]["score"] for d in hooks.score_batch(first, repeat=0)} == {"q1": 0.0, "q2": 1.0, "q2-2": 1.0, "q3": 1.0}
     # H11: a task with fewer than k samples -> pass@k omitted; unequal counts: the parse rate is the share of
     # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
-    short = [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]
+    short_documents = hooks.score_batch([{"pass@3": i} for i in [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]])
+    short = [d["pass@3"] for d in short_documents]
     assert hooks.agg_pass_at_3(short) is None and hooks.agg_pass_at_3_unrounded(short) is None
-    assert hooks.agg_pass_at_3.stderr(short) == "N/A" and not any("score" in d["pass@3"] for d in hooks.score_batch([{"pass@3": i} for i in short]))
+    assert hooks.agg_pass_at_3.stderr(short) == "N/A" and not any("score" in i for i in short)
     assert hooks.agg_parse_success_rate(short) == 90.0
     # 1 of 3 samples gated: the official rounding hides the third decimal, the unrounded value keeps it
     three = [dict(items[0], programs=items[0]["programs"][:1]), dict(items[1], programs=items[1]["programs"][:2])]
+    three = [d["pass@3"] for d in hooks.score_batch([{"pass@3": i} for i in three])]
     assert hooks.agg_parse_success_rate(three) == 66.7
     assert hooks.agg_parse_success_rate_unrounded(three) == pytest.approx(200 / 3)
 
 
 def test_bad_item_names_the_problem() -> None:
     with pytest.raises(ValueError, match="task/qid/programs"):
-        hooks.agg_pass_at_1([{"qid": "q1"}])
+        hooks.score_batch([{"pass@1": {"task": "humaneval_v_v2c", "qid": "q1"}}])
+    with pytest.raises(ValueError, match="task/qid/passed/gated.*process_results_batch"):  # not scored by the batch step
+        hooks.agg_pass_at_1([{"task": "humaneval_v_v2c", "qid": "q1", "programs": ["pass"]}])
 
 
 def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,7 +253,9 @@ def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.F
     verdicts[2] = execution.ProgramVerdict(False, "sandbox could not start: BlockingIOError (failed twice)", False, "error")
     monkeypatch.setattr(metrics, "evaluate_programs", lambda task, programs, **kw: execution.ExecutionBatch(verdicts))
     run_status.clear()
-    assert hooks.agg_pass_at_1(items) == 0.0  # still scored (the program counts as failed)...
+    documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item} for item in items])
+    assert hooks.agg_pass_at_1([d["pass@1"] for d in documents]) == 0.0  # still scored (the program counts as failed)...
+    hooks.agg_pass_at_1_unrounded([d["pass@1_unrounded"] for d in documents])
     (fault,) = run_status.faults("humaneval_v_v2c")  # ...but the run's exit status will say it is incomplete
     assert fault.code == run_status.EXIT_INCOMPLETE and "qid 'q2-2' sample 0" in fault.message and "BlockingIOError" in fault.message
     run_status.clear()

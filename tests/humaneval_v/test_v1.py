@@ -39,7 +39,6 @@ def v1_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
-    execution.clear_memo()
     return fixtures
 
 
@@ -252,7 +251,6 @@ def test_pass_at_10_and_pass_at_1_of_twenty_samples(tmp_path: Path, monkeypatch:
 
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    execution.clear_memo()
     add = cases.TASKS["t_add"]
     items = []
     for qid, right in (("a", 1), ("b", 5), ("c", 13)):
@@ -261,10 +259,11 @@ def test_pass_at_10_and_pass_at_1_of_twenty_samples(tmp_path: Path, monkeypatch:
     items = json.loads(json.dumps(items))  # as `score` reads them back
     by_hand = [1 - comb(20 - c, 10) / comb(20, 10) for c in (1, 5, 13)]  # 0.5, 0.98375..., 1.0
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
-    assert hooks.agg_pass_at_10(items, args) == 82.8 == round(100 * sum(by_hand) / 3, 1)
-    assert hooks.agg_pass_at_10_unrounded(items, args) == pytest.approx(100 * sum(by_hand) / 3, abs=1e-9)
-    assert hooks.agg_pass_at_1(items, args) == 31.7 == round(100 * (1 + 5 + 13) / 60, 1)
-    assert hooks.agg_parse_success_rate(items, args) == 100.0
+    items = [d["pass@10"] for d in hooks.score_batch([{"pass@10": item} for item in items], args=args)]  # executed once, here
+    assert hooks.agg_pass_at_10(items) == 82.8 == round(100 * sum(by_hand) / 3, 1)
+    assert hooks.agg_pass_at_10_unrounded(items) == pytest.approx(100 * sum(by_hand) / 3, abs=1e-9)
+    assert hooks.agg_pass_at_1(items) == 31.7 == round(100 * (1 + 5 + 13) / 60, 1)
+    assert hooks.agg_parse_success_rate(items) == 100.0
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v1_pass10.jsonl").read_text().splitlines()]
     assert len(records) == 60 and {r["result"] for r in records} == {"passed", "failed: "}
 
@@ -303,7 +302,6 @@ def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest
     per-sample results as the official run recorded them)."""
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    execution.clear_memo()
     replies = {
         "t_add": ["```python\ndef solution(a: int, b: int) -> int:\n    return a + b\n```", "```python\ndef solution(a, b)\n    return a + b\n```"],
         "t_max": ["```python\ndef solution(nums):\n    return max(nums)\n```", "no code at all"],
@@ -318,9 +316,10 @@ def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest
     }
     items = [hooks.process_results(_doc("humaneval_v1_pass10", qid, *cases.TASKS[qid]), found)["pass@10"] for qid, found in replies.items()]
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
-    assert hooks.agg_parse_success_rate(items, args) == 62.5
-    assert hooks.agg_parse_success_rate_unrounded(items, args) == pytest.approx(100 * (1 - 3 / 8))
-    assert hooks.agg_pass_at_10(items, args) is None  # two samples per task: officially `Pass@10: {}`
+    items = [d["pass@10"] for d in hooks.score_batch([{"pass@10": item} for item in items], args=args)]
+    assert hooks.agg_parse_success_rate(items) == 62.5
+    assert hooks.agg_parse_success_rate_unrounded(items) == pytest.approx(100 * (1 - 3 / 8))
+    assert hooks.agg_pass_at_10(items) is None  # two samples per task: officially `Pass@10: {}`
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v1_pass10.jsonl").read_text().splitlines()]
     got = {qid: [cases.comparable(r["result"]) for r in records if r["qid"] == qid] for qid in replies}
     assert got == official

@@ -71,13 +71,11 @@ def test_score_rescoring_a_v1_samples_file_gives_the_runs_numbers(
     """`python -m lmms_tasks score` on the second model's pass@10 samples file: the same numbers, re-executed
     from the saved programs (an empty cache here), and the v1 result strings in the new records."""
     from lmms_tasks.utils.commands.score import rescore
-    from lmms_tasks.utils.humaneval_v import execution
 
     run = _stage(demo_two_models[1], DEMO_MODELS[1])
     (samples,) = run.output_dir.rglob("*_samples_humaneval_v1_pass10.jsonl")
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    execution.clear_memo()
     report = rescore(samples, output_dir=tmp_path / "rescored")
     assert report["task"] == "humaneval_v1_pass10" and report["errors"] == {} and report["failures"] == []
     for name in ("pass@10", "pass@10_unrounded", "parse_success_rate", "parse_success_rate_unrounded"):

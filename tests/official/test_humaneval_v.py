@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.commands.official import cli
-from lmms_tasks.utils.humaneval_v.execution import clear_memo as clear_executions
 from lmms_tasks.utils.services.judge import clear_memo
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fixture
 
@@ -60,7 +59,6 @@ def hev_env(tmp_path: Path, hermetic_env: Path, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     clear_memo()
-    clear_executions()
     return tmp_path
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.commands.official import cli
-from lmms_tasks.utils.humaneval_v.execution import clear_memo as clear_executions
 from lmms_tasks.utils.services.judge import clear_memo
 from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
@@ -76,7 +75,6 @@ def _score_back(out: Path, scored: Path, work: Path, monkeypatch: pytest.MonkeyP
     judge = ["--judge-model", "stand-in-judge", "--judge-base-url", DEAD_JUDGE, "--judge-cache-dir", str(work / "judge_cache")]
     for bench, folder in (("vlm2_bench", "vlm2_bench"), ("humaneval_v", "humaneval_v"), ("humaneval_v", "humaneval_v1"), ("haerae_vision", "haerae_vision")):
         clear_memo()
-        clear_executions()
         assert cli.score_main([bench, str(out / folder), "--output-dir", str(scored / folder), *judge]) == 0, capsys.readouterr().err[-3000:]
 
 

@@ -58,25 +58,29 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
         _item(5, "v_ABA_3", "desc-aba-down"),
     ]
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
+    # the batch step judges once; every metric's item carries the verdict
+    batch = hooks.score_batch([{"vlm2_score": item, "vid_n_ab": item} for item in items], args)
+    judged_items = [r["vid_n_ab"] for r in batch]
     # AB: mean(1, 0) = 50%; ABA: mean(2, 1) / 2 = 75%; score (50 + 75) / 2
-    assert hooks.agg_vlm2_score(items[::-1], args) == pytest.approx(62.5)
-    assert hooks.agg_vid_ab_pct(items, args) == pytest.approx(50.0)
-    assert hooks.agg_vid_aba_pct(items, args) == pytest.approx(75.0)
-    assert (hooks.agg_vid_n_ab(items, args), hooks.agg_vid_n_aba(items, args)) == (2, 2)
-    assert hooks.agg_vid_judge_unparsed(items, args) == 1
-    assert hooks.agg_vid_judge_failed(items, args) == 1
-    assert hooks.agg_vlm2_exact_score(items, args) == pytest.approx(62.5)  # no exact-match mode for VID
+    assert hooks.agg_vlm2_score(judged_items[::-1]) == pytest.approx(62.5)
+    assert hooks.agg_vid_ab_pct(judged_items) == pytest.approx(50.0)
+    assert hooks.agg_vid_aba_pct(judged_items) == pytest.approx(75.0)
+    assert (hooks.agg_vid_n_ab(judged_items), hooks.agg_vid_n_aba(judged_items)) == (2, 2)
+    assert hooks.agg_vid_judge_unparsed(judged_items) == 1
+    assert hooks.agg_vid_judge_failed(judged_items) == 1
+    assert hooks.agg_vlm2_exact_score(judged_items) == pytest.approx(62.5)  # no exact-match mode for VID
+    with pytest.raises(ValueError, match="no judge verdict.*process_results_batch"):  # not judged by the batch step
+        hooks.agg_vid_ab_pct(items)
     summary = json.loads((tmp_path / "out" / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))
     assert summary["judge_info"].startswith("judge=stand-in-judge") and "unparsed=1" in summary["judge_info"]
 
     # standard errors, by hand. AB percentages [100, 0], ABA [100, 50] (judge 2 -> 100, 1 -> 50)
     se_ab = math.sqrt(((100 - 50) ** 2 + (0 - 50) ** 2) / 1) / math.sqrt(2)  # 50
     se_aba = math.sqrt(((100 - 75) ** 2 + (50 - 75) ** 2) / 1) / math.sqrt(2)  # 25
-    assert hooks.agg_vid_ab_pct.stderr(items, args) == pytest.approx(se_ab)
-    assert hooks.agg_vid_aba_pct.stderr(items, args) == pytest.approx(se_aba)
-    assert hooks.agg_vlm2_score.stderr(items, args) == pytest.approx(math.sqrt(se_ab**2 + se_aba**2) / 2)
+    assert hooks.agg_vid_ab_pct.stderr(judged_items) == pytest.approx(se_ab)
+    assert hooks.agg_vid_aba_pct.stderr(judged_items) == pytest.approx(se_aba)
+    assert hooks.agg_vlm2_score.stderr(judged_items) == pytest.approx(math.sqrt(se_ab**2 + se_aba**2) / 2)
     # per-video units, weighted n / (2 n_type) = 4 / 4 = 1 here: their plain mean is the score
-    batch = hooks.score_batch([{"vlm2_score": item, "vid_n_ab": item} for item in items], args)
     units = {r["vlm2_score"]["doc_index"]: r["vlm2_score"] for r in batch if "score" in r["vlm2_score"]}
     assert {i: u["vlm2_score"] for i, u in units.items()} == {0: 100.0, 1: 0.0, 3: 100.0, 4: 50.0}
     assert {i: u["pair_id"] for i, u in units.items()} == {0: "v_AB_1", 1: "v_AB_2", 3: "v_ABA_1", 4: "v_ABA_2"}
@@ -84,7 +88,7 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert all("score" not in r["vid_n_ab"] for r in batch)  # only the headline item carries it
 
     judged = [r for r in server.requests if r.status == 200]
-    assert len(judged) == 5  # one batch shared by every metric (memoized), retries aside
+    assert len(judged) == 5  # one batch, in the batch step, for every metric (retries aside)
     by_desc = {r.messages[0]["content"].split("#Description\n")[1].strip(): r for r in judged}
     assert by_desc["desc-ab-good"].messages == [
         {"role": "user", "content": prompt("vlm2bench/pc_v_judge/prompt_ab").format(description="desc-ab-good")}
@@ -103,16 +107,16 @@ def test_vid_units_are_weighted_so_their_mean_is_the_score_and_a_lone_type_pools
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
     # AB% = 200/3, ABA% = 50 (judge 1 of 2); score = (200/3 + 50) / 2
     score = (200 / 3 + 50) / 2
-    assert hooks.agg_vlm2_score(items, args) == pytest.approx(score)
+    batch = hooks.score_batch([{"vlm2_score": item} for item in items], args)
+    assert hooks.agg_vlm2_score([r["vlm2_score"] for r in batch]) == pytest.approx(score)
     # weights n / (2 n_type): AB 4 / 6, ABA 4 / 2
     units = [100 * 4 / 6, 0.0, 100 * 4 / 6, 50 * 4 / 2]
     assert sum(units) / 4 == pytest.approx(score)
-    batch = hooks.score_batch([{"vlm2_score": item} for item in items], args)
     assert [r["vlm2_score"]["vlm2_score"] for r in batch] == pytest.approx(units)
     # one ABA video: its type's variance cannot be estimated, the types are pooled (CLT over the units)
     mean = sum(units) / 4
     clt = math.sqrt(sum((u - mean) ** 2 for u in units) / 3) / 2
-    assert hooks.agg_vlm2_score.stderr(items, args) == pytest.approx(clt)
+    assert hooks.agg_vlm2_score.stderr([r["vlm2_score"] for r in batch]) == pytest.approx(clt)
     # k-samples responses: each video's own type percentage as a 0-1 fraction
     again = hooks.score_batch([{"vlm2_score": item} for item in items], args, repeat=1)
     assert [r["vlm2_score"]["score"] for r in again] == [1.0, 0.0, 1.0, 0.5]

@@ -131,8 +131,9 @@ def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | No
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
 
-def load_metric_list(task: str, root: str) -> list[dict[str, Any]]:
-    """The task's `metric_list`, loaded by lmms-eval's own YAML loader so `!function` aggregations resolve."""
+def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[..., Any] | None]:
+    """The task's `metric_list` and its `process_results_batch` (None if it has none), loaded by lmms-eval's
+    own YAML loader so the `!function` tags resolve."""
     from lmms_eval.utils import load_yaml_config
 
     try:
@@ -143,7 +144,18 @@ def load_metric_list(task: str, root: str) -> list[dict[str, Any]]:
     metric_list = config.get("metric_list")
     if not isinstance(metric_list, list) or not metric_list:
         raise RescoreError(f"{yaml_path}: task {task!r} has no metric_list to re-score")
-    return metric_list
+    batch = config.get("process_results_batch")
+    return metric_list, batch if callable(batch) else None
+
+
+def batch_scored(samples: list[dict[str, Any]], metrics: list[str], batch: Callable[..., Any], args: Namespace) -> list[dict[str, Any]]:
+    """The samples with their metric values replaced by what the task's batch step returns for them, as
+    lmms-eval's run does before aggregating (judging and execution happen there, once per task)."""
+    documents = [{m: s[m] for m in metrics if m in s} for s in samples]
+    scored = batch(documents, args=args)
+    if not isinstance(scored, list) or len(scored) != len(documents):
+        raise RescoreError(f"process_results_batch returned {type(scored).__name__} instead of one dict per sample")
+    return [{**sample, **result} for sample, result in zip(samples, scored)]
 
 
 def task_filter(task: str, root: str) -> str:
@@ -347,14 +359,21 @@ def aggregate(
     lmms-eval's samples file holds them (`{metric: process_results value}` per document); errors per metric.
     The same for a saved samples file and for official prediction files (`score --from-official`)."""
     root = root or tasks_path()
-    metric_list = load_metric_list(task, root)
+    metric_list, batch = load_scoring(task, root)
     filter_name = filter_name or task_filter(task, root)
     faults_before = len(run_status.faults(task))
     args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
     higher_is_better: dict[str, bool] = {}
     errors: dict[str, str] = {}
+    if batch is not None:
+        try:
+            samples = batch_scored(samples, [e["metric"] for e in metric_list], batch, args)
+        except Exception as exc:  # noqa: BLE001 - reported for every metric (none can be computed)
+            errors = {e["metric"]: f"{type(exc).__name__}: {exc}" for e in metric_list}
     for entry in metric_list:
+        if entry["metric"] in errors:
+            continue
         metric = entry["metric"]
         try:
             values = metric_values(samples, metric, source)

@@ -9,7 +9,8 @@ subtasks' metric names by substring and hands a callable aggregation only the va
   implies exact matching);
 - a callable aggregation declaring a `subtasks` parameter receives the subtask name of each value;
 - a callable aggregation with a callable `stderr` attribute gives the group's `_stderr` (called like the
-  aggregation, with the subtasks' standard errors instead of their values).
+  aggregation, with the subtasks' standard errors instead of their values, "N/A" ones included: it decides
+  which it needs, e.g. a mean over some of the subtasks).
 
 The shim extends `AggMetricConfig` with the two fields and wraps `consolidate_group_results`: the entries
 0.7.3 would treat differently (new fields, or a callable that takes `subtasks` or has a `stderr`) are set
@@ -116,7 +117,7 @@ def aggregate_entry(entry: Any, results: dict, leaves: list[str]) -> dict[str, A
             stderr_fn = getattr(aggregation, "stderr", None) if aggregation != "mean" else None
             if callable(stderr_fn):
                 aligned = [results[task].get(stderr_key, "N/A") for task in subtasks]
-                out[name_stderr] = "N/A" if "N/A" in aligned else _call(stderr_fn, aligned, sizes, entry.weight_by_size, subtasks)
+                out[name_stderr] = _call(stderr_fn, aligned, sizes, entry.weight_by_size, subtasks)
             elif "N/A" in stderrs:
                 out[name_stderr] = "N/A"
             else:

@@ -2,11 +2,13 @@
 the ones its YAMLs name; the metric template in yaml_templates/ names the aggregations here directly).
 
 Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings and the data before any model
-request; `process_results` only cleans the response (`metrics.process_results`); the aggregations
-(`agg_<metric>`) judge every item of the task in one memoized, cached batch (`metrics.scored_task`). Group
+request; `process_results` only cleans the response (`metrics.process_results`); the batch step
+(`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes the
+verdicts into the items; the aggregations (`agg_<metric>`) are plain functions of them. Group
 `haerae_vision` reports group-only metrics from the subtasks' `haerae_vision_score` (`group_metric`
 entries, each aggregation receiving the subtask name of every value): the score of each question variant
-and the under-specification gap, explicit minus original paired by `question_idx`.
+and the under-specification gap, explicit minus original paired by `question_idx` over the item scores
+the two scores carry.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
+from lmms_tasks.utils.services.verdicts import max_share
 
 Item = Mapping[str, Any]
 
@@ -37,6 +40,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 
     def build() -> datasets.Dataset:
         config = metrics.judge_config(task)
+        max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         if not inspecting():
             announce(config, task)
         warn_about_model_args(task)
@@ -65,37 +69,48 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 process_results = metrics.process_results
 
 
-# -- task aggregations -----------------------------------------------------------------------------------
+# -- task aggregations: plain functions of the items the batch step judged (`score_batch`) -------------------
 
 
-def agg_haerae_vision_score(items: list[Item], args: Any = None) -> float | None:
+def agg_haerae_vision_score(items: list[Item]) -> float | None:
     """Mean item score over the items the judge answered (a reply without a usable score counts 0,
     officially; a failed request is left out and counted in judge_failures), on the 0-1 scale; None (shown
-    N/A) when no request got a reply."""
-    scored = metrics.scored_task(items, args)
-    return scored.mean() if scored.judged else None
+    N/A) when no request got a reply. The value keeps the judged items' scores (`metrics.ItemScores`) for
+    the group's paired gap."""
+    scored = metrics.ScoredTask.from_items(items)
+    return metrics.ItemScores(scored.mean(), scored.item_scores()) if scored.judged else None
 
 
-def agg_judge_failures(items: list[Item], args: Any = None) -> int:
+def agg_judge_failures(items: list[Item]) -> int:
     """Judge requests that still failed after their retries: those items are not in the score."""
-    return metrics.scored_task(items, args).failures
+    return metrics.ScoredTask.from_items(items).failures
 
 
-def agg_judge_unparsed(items: list[Item], args: Any = None) -> int:
+def agg_judge_unparsed(items: list[Item]) -> int:
     """Judge replies without a usable score (no or several <score> tags): counted 0 in the score."""
-    return metrics.scored_task(items, args).unparsed
+    return metrics.ScoredTask.from_items(items).unparsed
 
 
-agg_haerae_vision_score.stderr = lambda items, args=None: metrics.scored_task(items, args).stderr()  # type: ignore[attr-defined]
+def _score_stderr(items: list[Item]) -> float | str:
+    """SD(judged item scores, ddof=1) / sqrt(n_judged); it keeps the items too (the group's paired stderr)."""
+    scored = metrics.ScoredTask.from_items(items)
+    stderr = scored.stderr()
+    return stderr if stderr == NA else metrics.ItemScores(float(stderr), scored.item_scores())
+
+
+agg_haerae_vision_score.stderr = _score_stderr  # type: ignore[attr-defined]
 
 SCORE = "haerae_vision_score"
 
 
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
-    """The tasks' `process_results_batch`: every judged item's score (0-1; a reply without a usable score
-    is 0) goes into its `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT stderr
-    reads) and `score` (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an item whose judge
-    request failed gets none. From the same memoized judge batch the aggregations use.
+    """The tasks' `process_results_batch`, the one place where the task is judged (one batch per task): every
+    metric's item of each document gets the item's verdict (`services.verdicts`), from which the aggregations
+    compute; every judged item's score (0-1; a reply without a usable score is 0) also goes into its
+    `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT stderr reads) and `score`
+    (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an item whose judge request
+    failed gets none. When most replies have no usable score, the run warns and exits 3
+    (`services.verdicts.check_unparsed`).
 
     For the k-samples responses (`repeat` = j) each item's j-th response is judged (into
     `<output_path>/repeats/<j>/judgements/`), for lmms-eval's stability metrics."""
@@ -106,10 +121,16 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     output_dir = getattr(args, "output_path", None)
     if repeat is not None and output_dir:
         output_dir = str(Path(output_dir) / "repeats" / str(repeat))
-    scored = metrics.scored_task(items, args, output_dir=output_dir, remember=repeat is None)
+    scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None)
     for result in results:
         qid = str(result[SCORE]["question_idx"]) if SCORE in result else None
-        if qid is None or qid not in scored.scores or qid in scored.failed:
+        if qid is None:
+            continue
+        if repeat is None:
+            for metric in metrics.METRICS:
+                if isinstance(result.get(metric), dict):
+                    result[metric] = {**result[metric], **verdicts[qid]}
+        if qid in scored.failed:
             continue
         value = scored.counted(qid)
         if repeat is None:
@@ -130,30 +151,35 @@ def _variant_value(values: Sequence[Any], subtasks: Sequence[str], variant: str)
 
 def group_original_score(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> Any:
     """`score_original`: the original-question task's score, reported next to the explicit one."""
-    return _variant_value(values, subtasks, "original")
+    return _plain(_variant_value(values, subtasks, "original"))
 
 
 def group_explicit_score(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> Any:
     """`score_explicit`: the explicit-question task's score."""
-    return _variant_value(values, subtasks, "explicit")
+    return _plain(_variant_value(values, subtasks, "explicit"))
 
 
-def _scored_variants(subtasks: Sequence[str]) -> dict[str, metrics.ScoredTask]:
+def _plain(value: Any) -> Any:
+    return float(value) if isinstance(value, metrics.ItemScores) else value
+
+
+def _item_scores(values: Sequence[Any], subtasks: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Each variant's judged item scores, from the values lmms-eval hands the group (`metrics.ItemScores`)."""
     found = {}
-    for task in subtasks:
-        scored = metrics.scored(task)
-        if scored is not None and task in {task_name(v) for v in VARIANTS}:
-            found[scored.variant] = scored
+    for variant in VARIANTS:
+        value = _variant_value(values, subtasks, variant)
+        if isinstance(value, metrics.ItemScores):
+            found[variant] = value.unit_scores
     return found
 
 
 def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
     """`underspec_gap`: explicit minus original, paired by question_idx over the items both tasks had judged
-    (0-1 scale), from the two tasks' scored items of this run. A gap that cannot be formed (a variant
+    (0-1 scale), from the item scores the two tasks' scores carry. A gap that cannot be formed (a variant
     missing, no shared item) is logged and reported as None rather than raised: raising here would discard
     the finished run."""
     try:
-        return metrics.paired_gap(_scored_variants(subtasks))
+        return metrics.paired_gap(_item_scores(values, subtasks))
     except ValueError as exc:
         logger.error(f"haerae_vision underspec_gap not computed: {exc}")
         return None
@@ -161,15 +187,16 @@ def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = Non
 
 def _underspec_gap_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str:
     """The gap's paired standard error: SD(per-item differences, ddof=1) / sqrt(n_pairs) (not the two
-    tasks' standard errors combined: the same items are asked both ways)."""
+    tasks' standard errors combined: the same items are asked both ways), from the item scores the tasks'
+    standard errors carry."""
     try:
-        return metrics.paired_gap_stderr(_scored_variants(subtasks))
+        return metrics.paired_gap_stderr(_item_scores(stderrs, subtasks))
     except ValueError:
         return NA
 
 
-group_original_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "original")  # type: ignore[attr-defined]
-group_explicit_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "explicit")  # type: ignore[attr-defined]
+group_original_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _plain(_variant_value(stderrs, subtasks, "original"))  # type: ignore[attr-defined]
+group_explicit_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _plain(_variant_value(stderrs, subtasks, "explicit"))  # type: ignore[attr-defined]
 group_underspec_gap.stderr = _underspec_gap_stderr  # type: ignore[attr-defined]
 
 

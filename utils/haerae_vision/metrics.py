@@ -2,9 +2,10 @@
 
 `process_results` only cleans the response and returns a JSON-friendly item per metric (the same dict
 under every metric key), so inference and judging are separable (`python -m lmms_tasks score` re-runs
-the aggregation from a samples file). Every aggregation function below calls `scored_task`, which sends
-the task's items to the shared judge client in one batch (memoized in-process, cached on disk), so the
-several metrics of one task cost one batch.
+the batch step and the aggregations from a samples file). The batch step calls `scored_task` once per
+task: it sends the task's items to the shared judge client in one batch (cached on disk), and the verdict
+of each item is written into its items (`services.verdicts`); every aggregation is then a plain function
+of those items (`ScoredTask.from_items`).
 
 Official aggregation (earlier repo's `merge_scores.ipynb`, spec 3.5): a reply without a usable score (no
 or several `<score>` tags, zero denominator) counts as 0.0 in the mean; scores are not clipped; scale 0-1.
@@ -12,14 +13,12 @@ A judge request that still fails after its retries has no reply at all: it is ne
 official script would have a score for it had the call gone through). The mean is over the items the judge
 answered; the failed ones are counted in `judge_failures` and make the run's exit status 3 (incomplete).
 Per-category means use the same rules. The group reports the gap explicit - original, paired by
-`question_idx` over the items both variants had judged: each task's latest `ScoredTask` is kept by task name
-(`scored`), and the group aggregation, which lmms-eval runs on the same rank right after the tasks', looks
-both up by the subtask names it receives.
+`question_idx` over the items both variants had judged, from the item scores each task's score carries
+(`ItemScores`: lmms-eval hands the group the tasks' scores, and with them their items).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,8 @@ from typing import Any
 from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
-from lmms_tasks.utils.services.cache import content_key
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, verdict_fields
 
 METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed")
 ITEM_FIELDS = ("task", "variant", "question_idx", "category", "question_used", "checklist_text", "response")
@@ -107,6 +106,26 @@ class ScoredTask:
 
         return clt_stderr(self.counted(q) for q in self.judged)
 
+    def item_scores(self) -> dict[str, float]:
+        """The judged items' official values (a reply without a usable score: 0.0), by question_idx."""
+        return {q: self.counted(q) for q in self.judged}
+
+    @classmethod
+    def from_items(cls, items: Iterable[Mapping[str, Any]]) -> ScoredTask:
+        """The task's scores from the items its batch step judged (their verdict fields): judges nothing."""
+        checked = _validated(items, keep=True)
+        if not checked:
+            raise ItemError("HAERAE-Vision aggregation received no items")
+        verdicts = {i["question_idx"]: Verdict.of(i, f"HAERAE-Vision task {i['task']!r} question_idx={i['question_idx']!r}") for i in checked}
+        return cls(
+            task=checked[0]["task"],
+            variant=checked[0]["variant"],
+            scores={q: None if v.failed or v.parsed is None else float(v.parsed) for q, v in verdicts.items()},
+            categories={i["question_idx"]: i["category"] for i in checked},
+            judge_info="",
+            failed=frozenset(q for q, v in verdicts.items() if v.failed),
+        )
+
     def category_means(self) -> dict[str, float]:
         by_category: dict[str, list[str]] = defaultdict(list)
         for qid, category in self.categories.items():
@@ -115,8 +134,9 @@ class ScoredTask:
         return {category: self.mean(by_category[category]) for category in sorted(by_category)}
 
 
-def _validated(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Items in question_idx order, checked; a malformed or conflicting item raises naming it."""
+def _validated(items: Iterable[Mapping[str, Any]], keep: bool = False) -> list[dict[str, Any]]:
+    """Items in question_idx order, checked; a malformed or conflicting item raises naming it. `keep`: the
+    items' other fields (the verdicts) are kept."""
     by_id: dict[str, dict[str, Any]] = {}
     task = None
     for position, item in enumerate(items):
@@ -133,9 +153,9 @@ def _validated(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         task = item["task"]
         clean = {f: str(item[f]) for f in ITEM_FIELDS}
         previous = by_id.get(clean["question_idx"])
-        if previous is not None and previous != clean:
+        if previous is not None and {f: previous[f] for f in ITEM_FIELDS} != clean:
             raise ItemError(f"{label}: two different results for one question_idx")
-        by_id[clean["question_idx"]] = clean
+        by_id[clean["question_idx"]] = {**item, **clean} if keep else clean
     return [by_id[k] for k in sorted(by_id, key=_id_order)]
 
 
@@ -143,19 +163,10 @@ def _id_order(qid: str) -> tuple[int, int | str]:
     return (0, int(qid)) if qid.lstrip("-").isdigit() else (1, qid)
 
 
-_requests_lock = threading.Lock()
-_requests_memo: dict[str, list[Any]] = {}
-
-
 def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
-    """One JudgeRequest per item (memoized: several metrics of a task build the same list)."""
+    """One JudgeRequest per item."""
     from lmms_tasks.utils.services.judge import JudgeRequest
 
-    key = content_key(items)
-    with _requests_lock:
-        cached = _requests_memo.get(key)
-    if cached is not None:
-        return cached
     texts = judge_message_batch([(item["question_used"], item["response"], item["checklist_text"]) for item in items])
     requests = [
         JudgeRequest(
@@ -166,8 +177,6 @@ def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
         )
         for item, text in zip(items, texts)
     ]
-    with _requests_lock:
-        _requests_memo[key] = requests
     return requests
 
 
@@ -181,13 +190,14 @@ def judge_config(task: str) -> Any:
     return JudgeConfig.resolve(task=task, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
 
 
-def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir: str | None = None, remember: bool = True) -> ScoredTask:
-    """Judge the task's items (one memoized, cached batch) and return their official scores.
+def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir: str | None = None, check: bool = True) -> tuple[ScoredTask, dict[str, dict[str, Any]]]:
+    """Judge the task's items (one cached batch; the batch step calls this once per task) and return their
+    official scores and each item's verdict fields (by question_idx).
 
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the task's per-category
     means (`category_scores`) and the one-line `judge_info`. `output_dir` overrides the run's output path
-    (k-samples responses are judged into their own folder); `remember=False` leaves `scored(task)`, which
-    the group's gap reads, to the task's own documents."""
+    (k-samples responses are judged into their own folder); `check`: warn (exit status 3) when most replies
+    have no usable score (`services.verdicts.check_unparsed`)."""
     from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
 
     checked = _validated(items)
@@ -209,20 +219,25 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir
     result = ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch), failed=failed)
     if "category_scores" not in batch.summary:
         add_to_summary(batch, {"category_scores": result.category_means(), "judge_info": result.judge_info})
-    if remember:
-        with _scored_lock:
-            _scored[task] = result
-    return result
+    if check:
+        check_unparsed(task, batch.outcomes)
+    return result, {item["question_idx"]: verdict_fields(batch.outcomes[item["question_idx"]]) for item in checked}
 
 
-_scored_lock = threading.Lock()
-_scored: dict[str, ScoredTask] = {}
+class ItemScores(float):
+    """A task's score (a float, as lmms-eval reports it) that keeps the judged items' scores (`unit_scores`, by
+    question_idx): lmms-eval hands a group its subtasks' scores, so the group's paired gap reads the items
+    from them, not from anything an earlier aggregation left behind."""
 
+    unit_scores: dict[str, float]
 
-def scored(task: str) -> ScoredTask | None:
-    """The latest `ScoredTask` of `task` in this process (None if it was not scored here)."""
-    with _scored_lock:
-        return _scored.get(task)
+    def __new__(cls, value: float, items: Mapping[str, float]) -> ItemScores:
+        made = super().__new__(cls, value)
+        made.unit_scores = dict(items)
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copies and pickles keep the items
+        return (ItemScores, (float(self), self.unit_scores))
 
 
 # -- the under-specification gap ----------------------------------------------------------------------
@@ -236,11 +251,7 @@ def underspec_gap(original: Mapping[str, float], explicit: Mapping[str, float]) 
     return sum(explicit[q] - original[q] for q in common) / len(common), len(common)
 
 
-def _judged_scores(task: ScoredTask) -> dict[str, float]:
-    return {q: task.counted(q) for q in task.judged}
-
-
-def paired_gap(by_variant: Mapping[str, ScoredTask]) -> float:
+def paired_gap(by_variant: Mapping[str, Mapping[str, float]]) -> float:
     """explicit - original over the items both variants had judged; raises when they cannot be paired."""
     original, explicit = _paired(by_variant)
     gap, n = underspec_gap(original, explicit)
@@ -249,7 +260,7 @@ def paired_gap(by_variant: Mapping[str, ScoredTask]) -> float:
     return gap
 
 
-def paired_gap_stderr(by_variant: Mapping[str, ScoredTask]) -> float | str:
+def paired_gap_stderr(by_variant: Mapping[str, Mapping[str, float]]) -> float | str:
     """SD(explicit - original per shared item, ddof=1) / sqrt(n_pairs): the paired standard error of the gap."""
     from lmms_tasks.utils.services.stats import clt_stderr
 
@@ -257,8 +268,9 @@ def paired_gap_stderr(by_variant: Mapping[str, ScoredTask]) -> float | str:
     return clt_stderr(explicit[q] - original[q] for q in set(original) & set(explicit))
 
 
-def _paired(by_variant: Mapping[str, ScoredTask]) -> tuple[dict[str, float], dict[str, float]]:
+def _paired(by_variant: Mapping[str, Mapping[str, float]]) -> tuple[Mapping[str, float], Mapping[str, float]]:
+    """The judged items' scores of each variant (by question_idx)."""
     missing = [v for v in VARIANTS if v not in by_variant]
     if missing:
         raise ValueError(f"HAERAE-Vision gap needs both variants; missing {missing}")
-    return _judged_scores(by_variant["original"]), _judged_scores(by_variant["explicit"])
+    return by_variant["original"], by_variant["explicit"]

@@ -1,16 +1,15 @@
 """Score HumanEval-V programs: the pylint gate, then sandboxed execution, once per task.
 
-Called from aggregation functions (rank 0, after gather). The whole task is one batch: unique programs
-are linted in batches, the ones that pass the gate run in the bounded sandbox pool, both steps are
-cached by content, and the batch is memoized in-process so the several metrics of one task (pass@k,
-parse_success_rate, breakdowns) share it. One record per sample is written next to the results.
+Called from the batch step (`process_results_batch`, rank 0, after gather), once per task. The whole task
+is one batch: unique programs are linted in batches, the ones that pass the gate run in the bounded
+sandbox pool, and both steps are cached by content on disk (a re-run repeats no execution). One record
+per sample is written next to the results.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.humaneval_v import gate
-from lmms_tasks.utils.services.cache import content_key, write_atomic
+from lmms_tasks.utils.services.cache import write_atomic
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.sandbox import ExecResult, Limits, SandboxPool, default_cache_dir, default_workers
 
@@ -101,10 +100,6 @@ class ExecutionBatch:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-_memo: dict[str, ExecutionBatch] = {}
-_memo_lock = threading.Lock()
-
-
 def evaluate_programs(
     task: str,
     programs: Sequence[str],
@@ -116,15 +111,12 @@ def evaluate_programs(
     hide_paths: Sequence[str] = (),
     wording: Wording | None = None,
 ) -> ExecutionBatch:
-    """Gate and execute every program; memoized by (task, programs, limits, wording). `hide_paths` (e.g. the
+    """Gate and execute every program (each call runs the batch; results come from the disk caches where they
+    can). `hide_paths` (e.g. the
     run's output directory) are never shown to programs, on top of the sandbox's defaults (home, caches).
     `wording`: the release's result strings (default: `wording_for(task)`)."""
     require_opt_in(task)
     wording = wording or wording_for(task)
-    memo_key = content_key({"task": task, "programs": list(programs), "limits": limits.as_json(), "wording": wording.release})
-    with _memo_lock:
-        if memo_key in _memo:
-            return _memo[memo_key]
     started = time.monotonic()
     workers = workers or default_workers()
     root = Path(cache_dir or default_cache_dir()).expanduser()
@@ -160,15 +152,8 @@ def evaluate_programs(
         "wall_s": round(time.monotonic() - started, 3),
     }
     batch = ExecutionBatch(verdicts, summary)
-    with _memo_lock:
-        _memo[memo_key] = batch
     logger.info(f"{task}: executed {len(programs)} programs: {summary}")
     return batch
-
-
-def clear_memo() -> None:
-    with _memo_lock:
-        _memo.clear()
 
 
 def write_records(

@@ -2,8 +2,9 @@
 
 Every task's `custom_dataset` loader (`dataset_for`) stamps the task's name and setting into its documents
 (lmms-eval passes no task config to `process_results`); `process_results` only post-processes text (cheap,
-thread-safe); aggregation functions (`agg_<metric>`) gate and execute one task's programs as one memoized
-batch on rank 0. The tasks set `strip_responses: false` and `reasoning_tags: none`: the hooks see the
+thread-safe); the batch step (`score_batch`, lmms-eval's `process_results_batch`, rank 0) gates and executes
+one task's programs as one batch and writes the verdicts into the items; the aggregations (`agg_<metric>`)
+are plain functions of those items. The tasks set `strip_responses: false` and `reasoning_tags: none`: the hooks see the
 model's bytes, as the official `post_process` does.
 """
 
@@ -237,41 +238,39 @@ def _k_for(items: list[dict[str, Any]]) -> int:
     return k_of(str(first["task"])) if isinstance(first, dict) and "task" in first else 1
 
 
-def _scored(items: list[dict[str, Any]], args: Any = None, output_dir: str | None = None) -> metrics.Scored:
-    """The task's memoized execution batch; its summary also records the per-type / per-capability pass@k."""
-    return metrics.score_items(items, output_dir or _output_dir(args), k=_k_for(items))
+# -- aggregations: plain functions of the items the batch step scored (`score_batch`) ----------------------
 
 
-def agg_pass_at_1(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at(_scored(items, args), 1)
+def agg_pass_at_1(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at(metrics.scored_from(items), 1)
 
 
-def agg_pass_at_3(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at(_scored(items, args), 3)
+def agg_pass_at_3(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at(metrics.scored_from(items), 3)
 
 
-def agg_pass_at_10(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at(metrics.score_items(items, _output_dir(args)), 10)
+def agg_pass_at_10(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at(metrics.scored_from(items), 10)
 
 
-def agg_pass_at_1_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at_unrounded(_scored(items, args), 1)
+def agg_pass_at_1_unrounded(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at_unrounded(metrics.scored_from(items), 1)
 
 
-def agg_pass_at_3_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at_unrounded(_scored(items, args), 3)
+def agg_pass_at_3_unrounded(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at_unrounded(metrics.scored_from(items), 3)
 
 
-def agg_pass_at_10_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    return metrics.pass_at_unrounded(metrics.score_items(items, _output_dir(args)), 10)
+def agg_pass_at_10_unrounded(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at_unrounded(metrics.scored_from(items), 10)
 
 
-def agg_parse_success_rate(items: list[dict[str, Any]], args: Any = None) -> float:
-    return metrics.parse_success_rate(_scored(items, args))
+def agg_parse_success_rate(items: list[dict[str, Any]]) -> float:
+    return metrics.parse_success_rate(metrics.scored_from(items))
 
 
-def agg_parse_success_rate_unrounded(items: list[dict[str, Any]], args: Any = None) -> float:
-    return metrics.parse_success_rate_unrounded(_scored(items, args))
+def agg_parse_success_rate_unrounded(items: list[dict[str, Any]]) -> float:
+    return metrics.parse_success_rate_unrounded(metrics.scored_from(items))
 
 
 def _description_shares(items: list[dict[str, Any]]) -> list[float]:
@@ -279,15 +278,15 @@ def _description_shares(items: list[dict[str, Any]]) -> list[float]:
     return [100 * sum(bool(d.strip()) for d in i["descriptions"]) / max(1, len(i["descriptions"])) for i in items]
 
 
-def agg_description_rate(items: list[dict[str, Any]], args: Any = None) -> float:
+def agg_description_rate(items: list[dict[str, Any]]) -> float:
     """Share (x100) of V2T samples that produced a non-empty description (a health check, not a score)."""
     descriptions = [d for i in items for d in i["descriptions"]]
     return round(100 * sum(bool(d.strip()) for d in descriptions) / max(1, len(descriptions)), 1)
 
 
 def _pass_stderr(k: int) -> Any:
-    def stderr(items: list[dict[str, Any]], args: Any = None) -> float | str:
-        return metrics.pass_at_stderr(_scored(items, args), k)
+    def stderr(items: list[dict[str, Any]]) -> float | str:
+        return metrics.pass_at_stderr(metrics.scored_from(items), k)
 
     return stderr
 
@@ -296,13 +295,20 @@ agg_pass_at_1.stderr = agg_pass_at_1_unrounded.stderr = _pass_stderr(1)  # type:
 agg_pass_at_3.stderr = agg_pass_at_3_unrounded.stderr = _pass_stderr(3)  # type: ignore[attr-defined]
 agg_pass_at_10.stderr = agg_pass_at_10_unrounded.stderr = _pass_stderr(10)  # type: ignore[attr-defined]  (v1)
 # every task has the same number of samples, so the mean of the per-task shares is the overall share
-agg_description_rate.stderr = lambda items, args=None: clt_stderr(_description_shares(list(items)))  # type: ignore[attr-defined]
+agg_description_rate.stderr = lambda items: clt_stderr(_description_shares(list(items)))  # type: ignore[attr-defined]
+
+
+# -- the batch step: every program executed once per task ------------------------------------------------
 
 
 def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
-    """The tasks' `process_results_batch`: each task's (qid's) score goes into the headline item of the
-    document that stands for it (its `sample_index` 0 document: V2T2C step 2 has one document per
-    description), from the same memoized execution batch the aggregations use: the unbiased pass@k x100
+    """The tasks' `process_results_batch`, the one place where programs run: the task's programs are executed
+    as one batch (one set of execution records, one status entry per sandbox fault), and every metric's item
+    of each document gets its programs' verdicts (`passed`, `gated`; V2T with the strong coder: the coder's
+    code for each description, `coder_passed`, `coder_gated`), from which the aggregations compute.
+
+    Each task's (qid's) score also goes into the headline item of the document that stands for it (its
+    `sample_index` 0 document: V2T2C step 2 has one document per description): the unbiased pass@k x100
     under `pass@k` (what lmms-eval's CLT stderr reads), `score` (0-1), `base_qid` ("q1-2" -> "q1", the
     cluster) and the sample's `unit_score` (0-1, what --baseline reads). V2T (`description_rate`): the
     share of the document's non-empty descriptions (per response: whether the j-th one is). No score when
@@ -310,7 +316,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
 
     For the k-samples responses (`repeat` = j: `--repeats`, and the pass@3 tasks' 6 samples) each task's j-th
     program(s) passed or not, as a 0-1 fraction, for lmms-eval's stability metrics (from the execution
-    cache: the programs were run for the task's own batch; no records are written for them)."""
+    cache: the programs were run for the task's own batch; no records, no faults reported again)."""
     results = [dict(r) for r in results]
     if not results:
         return results
@@ -319,17 +325,22 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     key = headline(task)
     items = [r[key] for r in results]
     if setting_of(task) == "v2t":
+        if repeat is None:
+            coder = _strong_coder_scored(items, args)
+            if coder is not None:
+                _annotate(results, lambda position: metrics.verdict_fields(coder, position, prefix=CODER))
         for result, item, share in zip(results, items, _description_shares(items)):
             if repeat is None:
-                result[key] = unit_item(item, key, share, base_qid=metrics.base_qid(item["qid"]))
+                result[key] = unit_item(result[key], key, share, base_qid=metrics.base_qid(item["qid"]))
                 result[UNIT_SCORE] = share / 100.0
             else:  # the j-th description: non-empty or not
                 result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
         return results
-    k = k_of(task) if repeat is None else 1  # one response per task: its pass rate
     if repeat is None:
-        per_task = metrics.task_pass_at_k(_scored(items, args), k)
-    else:
+        scored = metrics.score_items(items, _output_dir(args), k=k_of(task))
+        _annotate(results, lambda position: metrics.verdict_fields(scored, position))
+        per_task = metrics.task_pass_at_k(scored, k_of(task))
+    else:  # one response per task: its pass rate
         per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), records=False), 1)
     if per_task is None:
         return results
@@ -337,38 +348,57 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     for position, item in sorted(enumerate(items), key=lambda pair: int(pair[1].get("sample_index", 0))):
         stands_for.setdefault(str(item["qid"]), position)
     for qid, position in stands_for.items():
-        item, score = items[position], per_task[qid]
+        score = per_task[qid]
         if repeat is None:
-            results[position][key] = unit_item(item, key, score, base_qid=metrics.base_qid(qid))
+            results[position][key] = unit_item(results[position][key], key, score, base_qid=metrics.base_qid(qid))
             results[position][UNIT_SCORE] = score / 100.0
         else:
-            results[position][key] = fraction_item(item, key, score / 100.0, base_qid=metrics.base_qid(qid))
+            results[position][key] = fraction_item(items[position], key, score / 100.0, base_qid=metrics.base_qid(qid))
     return results
 
 
-def agg_strong_coder(items: list[dict[str, Any]], args: Any = None) -> float | None:
+def _annotate(results: list[dict[str, Any]], fields: Callable[[int], dict[str, Any]]) -> None:
+    """Add the document's verdicts to every metric's item of it (each metric aggregates its own items)."""
+    for position, result in enumerate(results):
+        added = fields(position)
+        for metric, value in result.items():
+            if isinstance(value, dict) and "qid" in value:
+                result[metric] = {**value, **added}
+
+
+CODER = "coder_"  # the prefix of the strong coder's verdict fields
+
+
+def agg_strong_coder(items: list[dict[str, Any]]) -> float | None:
     """V2T2C w/ strong coder: pass@k (official rounding) of the coder's code for every description.
 
     Off unless HUMANEVAL_V_STRONG_CODER=1 (or `metadata.strong_coder: true`); then None (shown N/A)."""
-    scored = _strong_coder_scored(items, args)
+    scored = _coder_verdicts(items)
     return None if scored is None else metrics.pass_at(scored, _k_for(items))
 
 
-def agg_strong_coder_unrounded(items: list[dict[str, Any]], args: Any = None) -> float | None:
-    scored = _strong_coder_scored(items, args)
+def agg_strong_coder_unrounded(items: list[dict[str, Any]]) -> float | None:
+    scored = _coder_verdicts(items)
     return None if scored is None else metrics.pass_at_unrounded(scored, _k_for(items))
 
 
-def _strong_coder_stderr(items: list[dict[str, Any]], args: Any = None) -> float | str:
-    scored = _strong_coder_scored(items, args)
+def _strong_coder_stderr(items: list[dict[str, Any]]) -> float | str:
+    scored = _coder_verdicts(items)
     return NA if scored is None else metrics.pass_at_stderr(scored, _k_for(items))
 
 
 agg_strong_coder.stderr = agg_strong_coder_unrounded.stderr = _strong_coder_stderr  # type: ignore[attr-defined]
 
 
+def _coder_verdicts(items: list[dict[str, Any]]) -> metrics.Scored | None:
+    """The coder's verdicts the batch step wrote, or None when the strong coder is off (nothing written)."""
+    if not items or not all(CODER + metrics.PASSED in i for i in items):
+        return None
+    return metrics.scored_from(items, prefix=CODER)
+
+
 def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scored | None:
-    """Each description -> code by the coder model (greedy, n=1, H12), executed; memoized batches."""
+    """Each description -> code by the coder model (greedy, n=1, H12), executed as one batch; None when off."""
     if not items:
         return None
     task = str(items[0]["task"])
@@ -378,7 +408,6 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
 
     coder_task = f"{task}_strong_coder"
     config = coder_config(task)
-    ordered = sorted(items, key=lambda i: str(i["qid"]))
     requests = [
         JudgeRequest(
             key=f"{item['qid']}#{index}",
@@ -386,7 +415,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
             params={},
             meta={"qid": item["qid"], "sample_index": index},
         )
-        for item in ordered
+        for item in sorted(items, key=lambda i: str(i["qid"]))
         for index, description in enumerate(item["descriptions"])
     ]
     batch = judge_batch(
@@ -398,7 +427,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
         prompt_sha256=template_sha256("t2c"),
     )
     code_items = []
-    for item in ordered:
+    for item in items:  # the input order: the verdicts go back to these documents
         replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})

@@ -1,15 +1,17 @@
 """Per-task HumanEval-V metrics from the per-sample items lmms-eval gathers (any order, any rank).
 
 Items are the JSON-friendly dicts `process_results` returned (also what `python -m lmms_tasks score`
-reads back). A task's samples are grouped by qid and ordered by (doc sample_index, position), all
-programs are scored in one memoized batch, and each metric is derived from that batch.
+reads back). A task's samples are grouped by qid and ordered by (doc sample_index, position). The batch
+step executes all programs once (`score_items`: one execution batch, one set of records, one status entry
+per fault) and writes each program's verdict into its item (`verdict_fields`); every metric and standard
+error is then a plain function of those scored items (`scored_from`), which executes nothing.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
@@ -29,7 +31,12 @@ class Scored:
     samples: int
     task_type: dict[str, str]
     capabilities: dict[str, list[str]]
-    summary: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+    # per input item (its order): each program's (passed, gated) verdict, what the batch step writes into it
+    item_verdicts: list[list[tuple[bool, bool]]] = field(default_factory=list)
+
+
+PASSED, GATED = "passed", "gated"  # the item fields the batch step writes (one bool per program)
 
 
 def _check(item: Any) -> Mapping[str, Any]:
@@ -40,28 +47,37 @@ def _check(item: Any) -> Mapping[str, Any]:
     return item
 
 
-def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
-    """Run (or fetch the memoized) execution batch for one task's items. With `k`, the execution summary
-    (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and per-capability
-    pass@k breakdowns (`by_task_type`, `by_capability`). `records=False` writes no records (the output
-    directory is still hidden from the programs)."""
-    checked = sorted((_check(i) for i in items), key=lambda i: (str(i["qid"]), int(i.get("sample_index", 0))))
+def _ordered(items: Iterable[Any], check: Any = _check) -> tuple[str, list[tuple[int, Mapping[str, Any]]]]:
+    """The task and its (input position, item) pairs in (qid, sample_index) order, checked."""
+    checked = sorted(enumerate(check(i) for i in items), key=lambda p: (str(p[1]["qid"]), int(p[1].get("sample_index", 0))))
     if not checked:
         raise ItemError("HumanEval-V aggregation received no items")
-    tasks = {i["task"] for i in checked}
+    tasks = {i["task"] for _, i in checked}
     if len(tasks) != 1:
         raise ItemError(f"HumanEval-V aggregation mixes tasks {sorted(tasks)}")
-    task = tasks.pop()
+    return tasks.pop(), checked
+
+
+def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
+    """Execute one task's programs as one batch (the batch step calls this once per task). With `k`, the
+    execution summary (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and
+    per-capability pass@k breakdowns (`by_task_type`, `by_capability`). `records=False` (k-samples
+    responses: the same programs, already run for the task's own batch) writes no records and reports no
+    fault (the output directory is still hidden from the programs)."""
+    task, ordered = _ordered(items)
+    checked = [item for _, item in ordered]
     programs = [p for i in checked for p in i["programs"]]
     batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else ())
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
+    item_verdicts: list[list[tuple[bool, bool]]] = [[] for _ in ordered]
     per_sample = []
     cursor = 0
-    for item in checked:
+    for input_position, item in ordered:
         for position, _prediction in enumerate(item["programs"]):
             verdict = batch.verdicts[cursor]
             cursor += 1
             passed_by_qid[str(item["qid"])].append(verdict.passed)
+            item_verdicts[input_position].append((verdict.passed, verdict.gated))
             per_sample.append(
                 {
                     "task": task,
@@ -81,10 +97,12 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
         task_type={str(i["qid"]): str(i.get("task_type", "")) for i in checked},
         capabilities={str(i["qid"]): list(i.get("capabilities") or []) for i in checked},
         summary=batch.summary,
+        item_verdicts=item_verdicts,
     )
     breakdowns = {} if k is None else {"k": k, "by_task_type": by_task_type(scored, k), "by_capability": by_capability(scored, k)}
-    if records:
-        write_records(output_dir, task, per_sample, {"task": task, **batch.summary, **breakdowns})
+    if not records:
+        return scored
+    write_records(output_dir, task, per_sample, {"task": task, **batch.summary, **breakdowns})
     failed = [r for r in per_sample if r["status"] == "error"]
     if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
         named = ", ".join(f"qid {r['qid']!r} sample {r['sample_index']}" for r in failed[:10])
@@ -94,6 +112,41 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
             f"{' ...' if len(failed) > 10 else ''}; they count as failed. Re-run `python -m lmms_tasks score` on the samples file.",
         )
     return scored
+
+
+def verdict_fields(scored: Scored, position: int, prefix: str = "") -> dict[str, list[bool]]:
+    """What the batch step adds to the item at input `position`: each program's verdict (`<prefix>passed`,
+    `<prefix>gated`), from which `scored_from` rebuilds the task's scores without executing anything."""
+    verdicts = scored.item_verdicts[position]
+    return {prefix + PASSED: [p for p, _ in verdicts], prefix + GATED: [g for _, g in verdicts]}
+
+
+def scored_from(items: Iterable[Any], prefix: str = "") -> Scored:
+    """The task's scores from items the batch step scored (`verdict_fields`): a plain function of them."""
+
+    def check(item: Any) -> Mapping[str, Any]:
+        if not isinstance(item, Mapping) or not {"task", "qid", prefix + PASSED, prefix + GATED} <= set(item):
+            raise ItemError(
+                f"HumanEval-V metric item is not a scored process_results dict with task/qid/{prefix}{PASSED}/{prefix}{GATED} "
+                f"(the task's process_results_batch writes the verdicts): {str(item)[:200]}"
+            )
+        return item
+
+    task, ordered = _ordered(items, check)
+    passed_by_qid: dict[str, list[bool]] = defaultdict(list)
+    gated = samples = 0
+    for _, item in ordered:
+        passed_by_qid[str(item["qid"])].extend(bool(p) for p in item[prefix + PASSED])
+        gated += sum(bool(g) for g in item[prefix + GATED])
+        samples += len(item[prefix + PASSED])
+    return Scored(
+        task=task,
+        passed_by_qid=dict(passed_by_qid),
+        gated=gated,
+        samples=samples,
+        task_type={str(i["qid"]): str(i.get("task_type", "")) for _, i in ordered},
+        capabilities={str(i["qid"]): list(i.get("capabilities") or []) for _, i in ordered},
+    )
 
 
 def parse_success_rate_unrounded(scored: Scored) -> float:

@@ -2,8 +2,10 @@
 
 `process_results` is cheap and deterministic: it returns one JSON-friendly item per document (ids, gt,
 the stripped response, the parse) under every metric name, and the aggregation functions below compute
-the official scores from those items, grouping by id. The PC-VID judge runs in the aggregation step as one
-batch through `lmms_tasks.utils.services.judge.judge_batch` (memoized, so all VID metrics share one batch).
+the official scores from those items, grouping by id. The PC-VID judge runs once per task in the batch step
+(`score_batch`, lmms-eval's `process_results_batch`) as one batch through
+`lmms_tasks.utils.services.judge.judge_batch`; it writes the verdicts into the items, and the aggregations
+are plain functions of them.
 
 Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it) and its
 score in the paper's exact-match mode as `vlm2_exact_score` (GC pairs by exact "T"/"F" equality, every
@@ -29,11 +31,13 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
+from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
     Pair,
+    VidStats,
     count_stats,
     count_units,
     cpr_pair_counts,
@@ -77,6 +81,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         if subtask == "pc_vid" and not inspecting():
             from lmms_tasks.utils.services.judge import JudgeConfig, announce
 
+            max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
             announce(JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS), task)
         return load_docs(subtask)
 
@@ -275,11 +280,14 @@ def judge_requests(items: Iterable[Item]) -> list[Any]:
     return requests
 
 
-def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = None):
-    """Judge every PC-VID answer (one memoized batch per task) and return (VidStats, JudgeBatch).
+def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = None, check: bool = True) -> dict[int, dict[str, Any]]:
+    """Judge every PC-VID answer as one batch (the batch step calls this once per task) and return each
+    document's verdict fields (`services.verdicts`) by doc_index.
 
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`.
-    `output_dir` overrides the run's output path (k-samples responses are judged into their own folder)."""
+    `output_dir` overrides the run's output path (k-samples responses are judged into their own folder).
+    `check`: warn, and exit 3, when most replies have no usable score (`verdicts.check_unparsed`), and warn
+    when a question type has no judged video (its official percentage is then the constant 0)."""
     from lmms_tasks.utils.services.judge import JudgeConfig, add_to_summary, judge_batch, judge_summary_metric
 
     items = list(items)
@@ -295,57 +303,79 @@ def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = 
     )
     if "judge_info" not in batch.summary:
         add_to_summary(batch, {"judge_info": judge_summary_metric(batch)})
-    scored = []
-    for outcome in batch.outcomes.values():
-        if outcome.error is not None:
-            continue  # transport failure after retries: dropped and counted as vid_judge_failed
-        scored.append((outcome.meta.get("type") or "AB", outcome.parsed))
-    return vid_stats(scored, n_failed=batch.n_failed), batch
+    found = {int(o.meta["doc_id"]): verdict_fields(o) for o in batch.outcomes.values()}
+    if check:
+        check_unparsed(task, batch.outcomes)
+        _warn_types_without_judged_videos(task, [{**i, **found[int(i["doc_index"])]} for i in items])
+    return found
 
 
-def judged_videos(items: Sequence[Item], args: Any = None, output_dir: str | None = None) -> list[tuple[int, str, float]]:
+def _verdicts(items: Sequence[Item]) -> list[tuple[int, str, Verdict]]:
+    """(doc_index, type, the judge's verdict the batch step wrote) per video, in document order."""
+    return sorted(
+        (int(i["doc_index"]), str(i.get("type") or vid_type(str(i["vid"]))), Verdict.of(i, f"{i.get('task')} doc {i.get('doc_index')}"))
+        for i in items
+    )
+
+
+def vid_stats_of(items: Sequence[Item]) -> VidStats:
+    """The PC-VID numbers from the judged items: failed requests and unparsed replies dropped, as officially."""
+    verdicts = _verdicts(items)
+    return vid_stats(((t, v.parsed) for _, t, v in verdicts if not v.failed), n_failed=sum(v.failed for _, _, v in verdicts))
+
+
+def judged_videos(items: Sequence[Item]) -> list[tuple[int, str, float]]:
     """(doc_index, type, judge score) of every video the judge scored: the PC-VID units (failed requests and
     replies without a score are dropped, as officially)."""
-    batch = judge_vid(items, args, output_dir)[1]
-    return [
-        (int(o.meta["doc_id"]), o.meta.get("type") or "AB", float(o.parsed))
-        for o in sorted(batch.outcomes.values(), key=lambda o: int(o.meta["doc_id"]))
-        if o.error is None and o.parsed is not None
-    ]
+    return [(d, t, float(v.parsed)) for d, t, v in _verdicts(items) if not v.failed and v.parsed is not None]
 
 
-def vid_score(items: Sequence[Item], args: Any = None) -> float:
-    return judge_vid(items, args)[0].score
+def _warn_types_without_judged_videos(task: str, items: Sequence[Item]) -> None:
+    """A type with videos but no judged one scores the official constant 0, which reads like all wrong: say so,
+    with the counts (`vid_n_ab` / `vid_n_aba` in the results)."""
+    verdicts = _verdicts(items)
+    for type_ in ("AB", "ABA"):
+        mine = [v for _, t, v in verdicts if t == type_]
+        if mine and not any(not v.failed and v.parsed is not None for v in mine):
+            logger.warning(
+                f"{task}: no {type_} video was judged (0 of {len(mine)}: {sum(v.unparsed for v in mine)} unparsed, "
+                f"{sum(v.failed for v in mine)} failed): vid_{type_.lower()}_pct = 0 is the official value of an empty type, "
+                f"not a score (vid_n_{type_.lower()} = 0)"
+            )
 
 
-def agg_vid_ab_pct(items: Sequence[Item], args: Any = None) -> float:
-    return judge_vid(items, args)[0].ab_pct
+def vid_score(items: Sequence[Item]) -> float:
+    return vid_stats_of(items).score
 
 
-def agg_vid_aba_pct(items: Sequence[Item], args: Any = None) -> float:
-    return judge_vid(items, args)[0].aba_pct
+def agg_vid_ab_pct(items: Sequence[Item]) -> float:
+    return vid_stats_of(items).ab_pct
 
 
-def agg_vid_n_ab(items: Sequence[Item], args: Any = None) -> int:
-    return judge_vid(items, args)[0].n_ab
+def agg_vid_aba_pct(items: Sequence[Item]) -> float:
+    return vid_stats_of(items).aba_pct
 
 
-def agg_vid_n_aba(items: Sequence[Item], args: Any = None) -> int:
-    return judge_vid(items, args)[0].n_aba
+def agg_vid_n_ab(items: Sequence[Item]) -> int:
+    return vid_stats_of(items).n_ab
 
 
-def agg_vid_judge_unparsed(items: Sequence[Item], args: Any = None) -> int:
-    return judge_vid(items, args)[0].n_unparsed
+def agg_vid_n_aba(items: Sequence[Item]) -> int:
+    return vid_stats_of(items).n_aba
 
 
-def agg_vid_judge_failed(items: Sequence[Item], args: Any = None) -> int:
-    return judge_vid(items, args)[0].n_failed
+def agg_vid_judge_unparsed(items: Sequence[Item]) -> int:
+    return vid_stats_of(items).n_unparsed
+
+
+def agg_vid_judge_failed(items: Sequence[Item]) -> int:
+    return vid_stats_of(items).n_failed
 
 
 # -- the common subtask score ----------------------------------------------------------------------------
 
 
-def subtask_score(items: Sequence[Item], args: Any = None) -> float:
+def subtask_score(items: Sequence[Item]) -> float:
     """The number that enters the paper's Table 1 for this subtask (pair acc / norm score / acc / VID)."""
     subtask = _subtask_of(items)
     if subtask is None:
@@ -357,24 +387,24 @@ def subtask_score(items: Sequence[Item], args: Any = None) -> float:
         return agg_cnt_norm_score(items)
     if kind == "grp":
         return agg_grp_acc(items)
-    return vid_score(items, args)
+    return vid_score(items)
 
 
-def exact_subtask_score(items: Sequence[Item], args: Any = None) -> float:
+def exact_subtask_score(items: Sequence[Item]) -> float:
     """The subtask's number in the paper's exact-match mode: GC pairs by exact "T"/"F" equality (official GC
     scorer), every other subtask as `subtask_score`."""
     subtask = _subtask_of(items)
     if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
         return agg_gc_exact_pair_acc(items)
-    return subtask_score(items, args)
+    return subtask_score(items)
 
 
-def agg_vlm2_score(items: Sequence[Item], args: Any = None) -> float:
-    return subtask_score(items, args)
+def agg_vlm2_score(items: Sequence[Item]) -> float:
+    return subtask_score(items)
 
 
-def agg_vlm2_exact_score(items: Sequence[Item], args: Any = None) -> float:
-    return exact_subtask_score(items, args)
+def agg_vlm2_exact_score(items: Sequence[Item]) -> float:
+    return exact_subtask_score(items)
 
 
 # -- per-unit scores: standard errors and batch scoring ----------------------------------------------------
@@ -401,7 +431,7 @@ def _tf_pairs(items: Sequence[Item], exact: bool = False) -> list[Pair]:
     return cpr_pairs(items, strip_tf_prefix=subtask == "pc_cpr")
 
 
-def units(items: Sequence[Item], args: Any = None, exact: bool = False, output_dir: str | None = None) -> list[Unit]:
+def units(items: Sequence[Item], exact: bool = False) -> list[Unit]:
     """The units of the subtask's score (`exact`: GC pairs by the official exact match), in file order."""
     items = list(items)
     subtask = _subtask_of(items)
@@ -415,18 +445,18 @@ def units(items: Sequence[Item], args: Any = None, exact: bool = False, output_d
     if kind == "grp":
         return [Unit(int(i["doc_index"]), str(i.get("q_id")), 100.0 * ok, float(ok)) for i, ok in grp_units(items)]
     vids = {int(i["doc_index"]): str(i["vid"]) for i in items}
-    judged = judged_videos(items, args, output_dir)
+    judged = judged_videos(items)
     weighted = vid_unit_scores((t, s) for _, t, s in judged)
     return [Unit(d, vids.get(d, str(d)), w, vid_type_pct(t, s) / 100) for (d, t, s), w in zip(judged, weighted)]
 
 
-def vid_stderr(items: Sequence[Item], args: Any = None) -> float | str:
+def vid_stderr(items: Sequence[Item]) -> float | str:
     """Standard error of (AB% + ABA%) / 2, a mean of two independent type means: sqrt(SE_AB^2 + SE_ABA^2) / 2
     with SE_type = SD(that type's per-video percentages, ddof=1) / sqrt(n_type) (a type without a judged
     video contributes 0, as its official percentage is the constant 0). When a type has exactly one judged
     video its variance cannot be estimated: the two types are then pooled, i.e. the CLT form over the
     weighted per-video units (whose plain mean is the score)."""
-    judged = judged_videos(items, args)
+    judged = judged_videos(items)
     by_type = {t: [vid_type_pct(t, s) for _, type_, s in judged if type_ == t] for t in ("AB", "ABA")}
     if any(len(values) == 1 for values in by_type.values()):
         return clt_stderr(vid_unit_scores((t, s) for _, t, s in judged))
@@ -436,11 +466,11 @@ def vid_stderr(items: Sequence[Item], args: Any = None) -> float | str:
     return math.sqrt(sum(float(p) ** 2 for p in parts)) / 2
 
 
-def _subtask_stderr(items: Sequence[Item], args: Any = None, exact: bool = False) -> float | str:
+def _subtask_stderr(items: Sequence[Item], exact: bool = False) -> float | str:
     subtask = _subtask_of(items)
     if subtask is not None and SUBTASKS[subtask][1] == "vid":
-        return vid_stderr(items, args)
-    return clt_stderr(u.score for u in units(items, args, exact=exact))
+        return vid_stderr(items)
+    return clt_stderr(u.score for u in units(items, exact=exact))
 
 
 def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
@@ -450,12 +480,13 @@ def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
 
 
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
-    """The task's `process_results_batch`: each unit's score goes into the `vlm2_score` item of the document
-    that stands for it (a pair's first question, every valid counting answer, every grouping question,
-    every judged video), as `vlm2_score` (0-100, what lmms-eval's CLT stderr reads), `score` (0-1) and
-    `pair_id` (the cluster), and as the sample's `unit_score` (0-1, what --baseline reads). Documents that
-    stand for no unit (a pair's second question, an excluded answer) carry no score. Uses the same memoized
-    scoring as the aggregations (the PC-VID judge batch is not sent twice).
+    """The task's `process_results_batch`. PC-VID: the one place where the answers are judged (one batch per
+    task); every metric's item of each document gets the judge's verdict (`services.verdicts`), from which
+    the aggregations compute. Every subtask: each unit's score goes into the `vlm2_score` item of the
+    document that stands for it (a pair's first question, every valid counting answer, every grouping
+    question, every judged video), as `vlm2_score` (0-100, what lmms-eval's CLT stderr reads), `score` (0-1)
+    and `pair_id` (the cluster), and as the sample's `unit_score` (0-1, what --baseline reads). Documents
+    that stand for no unit (a pair's second question, an excluded answer) carry no score.
 
     For the k-samples responses (`repeat` = j) each unit is scored from the j-th responses, as a 0-1
     fraction, for lmms-eval's stability metrics (their judgements go to `<output_path>/repeats/<j>/`)."""
@@ -463,7 +494,17 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     items = [r[SCORE] for r in results if SCORE in r]
     if not items:
         return results
-    by_doc = {u.doc_index: u for u in units(items, args, output_dir=_repeat_output_dir(args, repeat))}
+    if _subtask_of(items) is not None and SUBTASKS[_subtask_of(items)][1] == "vid":
+        verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat), check=repeat is None)
+        if repeat is None:  # every metric aggregates its own items: each carries the verdict
+            for result in results:
+                for metric, value in result.items():
+                    if isinstance(value, dict) and "doc_index" in value:
+                        result[metric] = {**value, **verdicts[int(value["doc_index"])]}
+            items = [r[SCORE] for r in results if SCORE in r]
+        else:
+            items = [{**i, **verdicts[int(i["doc_index"])]} for i in items]
+    by_doc = {u.doc_index: u for u in units(items)}
     for result in results:
         unit = by_doc.get(int(result[SCORE]["doc_index"])) if SCORE in result else None
         if unit is None:
@@ -476,27 +517,27 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     return results
 
 
-def _mean_of_units(values: Callable[[Sequence[Item], Any], Iterable[float]]) -> Callable[..., float | str]:
-    def stderr(items: Sequence[Item], args: Any = None) -> float | str:
-        return clt_stderr(values(list(items), args))
+def _mean_of_units(values: Callable[[Sequence[Item]], Iterable[float]]) -> Callable[..., float | str]:
+    def stderr(items: Sequence[Item]) -> float | str:
+        return clt_stderr(values(list(items)))
 
     return stderr
 
 
 agg_vlm2_score.stderr = _subtask_stderr  # type: ignore[attr-defined]
-agg_vlm2_exact_score.stderr = lambda items, args=None: _subtask_stderr(items, args, exact=True)  # type: ignore[attr-defined]
-agg_tf_pair_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.correct for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_tf_pos_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.pos_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_tf_neg_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.neg_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_gc_exact_pair_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.correct for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_gc_exact_pos_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.pos_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_gc_exact_neg_acc.stderr = _mean_of_units(lambda items, args: (100.0 * p.neg_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_cnt_norm_score.stderr = _mean_of_units(lambda items, args: (s for _, s, _ in count_units(items) if s is not None))  # type: ignore[attr-defined]
-agg_cnt_strict_score.stderr = _mean_of_units(lambda items, args: (s or 0.0 for _, s, _ in count_units(items)))  # type: ignore[attr-defined]
-agg_cnt_acc.stderr = _mean_of_units(lambda items, args: (100.0 * ok for _, _, ok in count_units(items)))  # type: ignore[attr-defined]
-agg_grp_acc.stderr = _mean_of_units(lambda items, args: (100.0 * ok for _, ok in grp_units(items)))  # type: ignore[attr-defined]
-agg_vid_ab_pct.stderr = _mean_of_units(lambda items, args: (vid_type_pct(t, s) for _, t, s in judged_videos(items, args) if t == "AB"))  # type: ignore[attr-defined]
-agg_vid_aba_pct.stderr = _mean_of_units(lambda items, args: (vid_type_pct(t, s) for _, t, s in judged_videos(items, args) if t == "ABA"))  # type: ignore[attr-defined]
+agg_vlm2_exact_score.stderr = lambda items: _subtask_stderr(items, exact=True)  # type: ignore[attr-defined]
+agg_tf_pair_acc.stderr = _mean_of_units(lambda items: (100.0 * p.correct for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_tf_pos_acc.stderr = _mean_of_units(lambda items: (100.0 * p.pos_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_tf_neg_acc.stderr = _mean_of_units(lambda items: (100.0 * p.neg_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
+agg_gc_exact_pair_acc.stderr = _mean_of_units(lambda items: (100.0 * p.correct for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_gc_exact_pos_acc.stderr = _mean_of_units(lambda items: (100.0 * p.pos_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_gc_exact_neg_acc.stderr = _mean_of_units(lambda items: (100.0 * p.neg_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
+agg_cnt_norm_score.stderr = _mean_of_units(lambda items: (s for _, s, _ in count_units(items) if s is not None))  # type: ignore[attr-defined]
+agg_cnt_strict_score.stderr = _mean_of_units(lambda items: (s or 0.0 for _, s, _ in count_units(items)))  # type: ignore[attr-defined]
+agg_cnt_acc.stderr = _mean_of_units(lambda items: (100.0 * ok for _, _, ok in count_units(items)))  # type: ignore[attr-defined]
+agg_grp_acc.stderr = _mean_of_units(lambda items: (100.0 * ok for _, ok in grp_units(items)))  # type: ignore[attr-defined]
+agg_vid_ab_pct.stderr = _mean_of_units(lambda items: (vid_type_pct(t, s) for _, t, s in judged_videos(items) if t == "AB"))  # type: ignore[attr-defined]
+agg_vid_aba_pct.stderr = _mean_of_units(lambda items: (vid_type_pct(t, s) for _, t, s in judged_videos(items) if t == "ABA"))  # type: ignore[attr-defined]
 
 
 # -- groups (lmms-eval passes the subtasks' values, sizes, weight_by_size and the subtask of each value) ----
@@ -506,8 +547,11 @@ def _mean(values: Sequence[float]) -> float:
     return sum(float(v) for v in values) / len(values)
 
 
-def _independent_mean_stderr(stderrs: Sequence[Any]) -> float:
-    """Standard error of an unweighted mean of k independent subtask means: sqrt(sum se_i^2) / k."""
+def _independent_mean_stderr(stderrs: Sequence[Any]) -> float | str:
+    """Standard error of an unweighted mean of k independent subtask means: sqrt(sum se_i^2) / k; "N/A"
+    when one of those k has none (lmms-eval hands a group every subtask's, "N/A" ones too)."""
+    if any(not isinstance(s, (int, float)) for s in stderrs):
+        return NA
     return math.sqrt(sum(float(s) ** 2 for s in stderrs)) / len(stderrs)
 
 
@@ -545,11 +589,12 @@ def group_gap_to_human(values: Sequence[Any], sizes: Sequence[int] | None = None
     return None if mean is None else mean - HUMAN_OVERALL
 
 
-def _mean_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float:
+def _mean_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str:
     return _independent_mean_stderr(stderrs)
 
 
-def _img8_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
+def _img8_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str | None:
+    """From the eight image subtasks' standard errors only: PC-VID's (maybe "N/A") is not in this mean."""
     found = _by_subtask(stderrs, subtasks, IMAGE_SUBTASKS, f"{IMG8_SCORE} standard error")
     return None if found is None else _independent_mean_stderr(found)
 

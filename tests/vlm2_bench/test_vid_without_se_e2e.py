@@ -1,0 +1,51 @@
+"""End-to-end (real CLI, `--tasks vlm2_bench`): PC-VID with no standard error and a question type with no
+judged video. The judge scores the AB video and answers the ABA one without a score: PC-VID has one judged
+video (no variance estimate: its `vlm2_score_stderr` is N/A), yet `vlm2_img8_score_stderr`, a mean over the
+eight image subtasks that leaves PC-VID out, is computed from those eight; the ABA type, with none judged,
+is named with its counts instead of reading as a plain 0."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, offline_env, run_lmms_eval
+from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+pytestmark = pytest.mark.e2e
+
+IMAGE_TASKS = [f"vlm2_bench_{s}" for s in ("gc_mat", "gc_trk", "oc_cpr", "pc_cpr", "oc_cnt", "pc_cnt", "oc_grp", "pc_grp")]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    work = tmp_path_factory.mktemp("vlm2_vid_na")
+    fs = fixture.write(work / "vlm2")
+    with StandInServer(default_reply=None) as server:
+        # the demo's second model: spread in every image subtask; the judge scores the AB description and
+        # answers the ABA one without a score
+        fixture.script_demo_second_model(server, fs, STAND_IN_MODEL)
+        env = offline_env(server.base_url, work, fs.env)
+        return run_lmms_eval("vlm2_bench", server.base_url, work / "out", env=env).check()
+
+
+def test_pc_vid_has_no_standard_error(run) -> None:  # noqa: ANN001
+    assert run.metric("vlm2_bench_pc_vid", "vid_n_ab") == 1 and run.metric("vlm2_bench_pc_vid", "vid_n_aba") == 0
+    assert run.metric("vlm2_bench_pc_vid", "vid_judge_unparsed") == 1
+    assert run.metric("vlm2_bench_pc_vid", "vlm2_score_stderr") == "N/A"
+    assert run.metric("vlm2_bench", "vlm2_score_stderr") == "N/A"  # the 9-subtask mean includes PC-VID
+
+
+def test_img8_standard_error_is_computed_from_the_eight_image_subtasks(run) -> None:  # noqa: ANN001
+    ses = [run.metric(task, "vlm2_score_stderr") for task in IMAGE_TASKS]
+    assert all(isinstance(se, float) for se in ses), ses
+    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr") == pytest.approx(math.sqrt(sum(se**2 for se in ses)) / 8)
+
+
+def test_a_type_with_no_judged_video_is_named_with_its_counts(run) -> None:  # noqa: ANN001
+    assert run.metric("vlm2_bench_pc_vid", "vid_aba_pct") == 0.0  # the official value of an empty type...
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if "vlm2_bench_pc_vid: no ABA video was judged" in line]
+    assert len(lines) == 1 and "(0 of 1: 1 unparsed, 0 failed)" in lines[0] and "vid_n_aba = 0" in lines[0]  # ...said to be one
+    assert not [line for line in (run.stdout + run.stderr).splitlines() if "no AB video was judged" in line]
