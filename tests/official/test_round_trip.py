@@ -38,13 +38,17 @@ def _data_env(work: Path) -> dict[str, str]:
 def exported(demo_two_models, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
     """The demo's runs (both models) exported through the real CLI."""
     work, demo = demo_two_models
-    out = tmp_path_factory.mktemp("official") / "export"
+    return work, _export_official(work / "results", tmp_path_factory.mktemp("official") / "export", work), demo
+
+
+def _export_official(results: Path, out: Path, work: Path) -> Path:
+    """`python -m lmms_tasks export-official RESULTS --out OUT` (the real CLI), which must succeed."""
     proc = subprocess.run(
-        [sys.executable, "-m", "lmms_tasks", "export-official", str(work / "results"), "--out", str(out)],
+        [sys.executable, "-m", "lmms_tasks", "export-official", str(results), "--out", str(out)],
         env={**os.environ, **_data_env(work)}, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return work, out, demo
+    return out
 
 
 def _run_results(demo, model: str) -> dict[str, dict]:
@@ -147,13 +151,7 @@ def exported_odd_name(demo_two_models, tmp_path_factory: pytest.TempPathFactory)
         path.write_text(json.dumps(data), encoding="utf-8")
         renamed += 1
     assert renamed
-    out = root / "export"
-    proc = subprocess.run(
-        [sys.executable, "-m", "lmms_tasks", "export-official", str(root / "results"), "--out", str(out)],
-        env={**os.environ, **_data_env(work)}, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return work, out, demo
+    return work, _export_official(root / "results", root / "export", work), demo
 
 
 def test_round_trip_of_a_model_name_with_slash_underscore_dash_and_dot(exported_odd_name, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
