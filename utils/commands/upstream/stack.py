@@ -35,10 +35,11 @@ EXISTING_TASKS: dict[str, str] = {
     "0001-task-strip-responses": "Nothing: `strip_responses` defaults to true, today's stripping.",
     "0002-group-exact-metrics": "Nothing: `match`, `group_metric` and subtask-aware aggregations are opt-in per `aggregate_metric_list` entry; the default substring matching is kept.",
     "0003-cli-exit-status": (
-        "This is the PR's purpose: every entry point (`lmms-eval`, `lmms-eval eval`, `python -m lmms_eval`, each rank of "
-        "`accelerate launch -m lmms_eval`) now exits 4 when an evaluation raised (it exited 0 after logging the error), 3 when a "
-        "task reported incomplete scoring, the error's own `exit_status` where it carries one (a data error: 1), 0 otherwise. "
-        "`lmms-eval wizard` (interactive, runs no evaluation itself) and the other subcommands keep their own exit codes."
+        "This is the PR's purpose, for every task: every entry point that runs an evaluation (`lmms-eval --model ...`, "
+        "`lmms-eval eval --model ...`, the wizard `lmms-eval eval` with no arguments, `python -m lmms_eval`, each rank of "
+        "`accelerate launch -m lmms_eval`) now exits 4 when the evaluation raised (it exited 0 after logging the error), 3 when "
+        "a task reported incomplete scoring, the error's own `exit_status` where it carries one (a data error: 1), 0 otherwise "
+        "(the wizard also 0 when its command is not run). The other subcommands (`tasks`, `models`, `ui`, `serve`, ...) keep their codes."
     ),
     "0004-task-custom-dataset": "Nothing: tasks without `custom_dataset` load exactly as before, retry included.",
     "0004-task-load-retry-network-errors": (
