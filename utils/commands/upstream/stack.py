@@ -50,7 +50,8 @@ EXISTING_TASKS: dict[str, str] = {
     "0005-metrics-aggregation-stderr": "Nothing: only an aggregation with a callable `stderr` attribute changes its stderr.",
     "0006-task-batch-scoring": (
         "Nothing for results: `process_results_batch` is opt-in. Multi-process runs gather each logged sample with its filter key "
-        "(a (filter, sample) pair instead of the sample); rank 0 unpacks it before writing, so the samples files are unchanged."
+        "(a (filter, sample) pair instead of the sample); rank 0 unpacks it before writing, so the samples files are unchanged "
+        "(`test/eval/test_batch_scoring_multiprocess.py` runs 2 processes with `accelerate launch --cpu`, gloo)."
     ),
     "0007-evaluator-k-samples-stability": (
         "Only under `--repeats K` (K > 1): each of the K responses is scored with `process_results`, K more calls per document "
@@ -75,7 +76,7 @@ MAIN_COMMIT = "75571cfe"
 # `wc -l` does, on the exported (formatted) Python files, tests excluded.
 BENCHMARK_LIMIT = 1600  # Python in one task folder, its `lib/` included
 TOTAL_LIMIT = 6000  # non-test Python the whole stack adds under lmms_eval/ (core patches' added lines included)
-ALONE_LIMIT = 2500  # non-test Python under lmms_eval/ of one benchmark exported alone (its stack, core PRs included)
+ALONE_LIMIT = 2500  # non-test Python under lmms_eval/ that one benchmark's PR adds when exported alone
 
 
 @dataclass
@@ -235,7 +236,8 @@ def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tes
             names = result.task_names[benchmark]
             entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
             title = f"feat(tasks): add {entry.name} ({', '.join(names)})"
-            needs = [pr.name for pr in core if pr.name in _uses({r: d for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/")}, series.USES)]
+            runtime = {r: d for r, d in files.items() if r.startswith((f"lmms_eval/tasks/{benchmark}/", "lmms_eval/tasks/_task_utils/"))}
+            needs = [pr.name for pr in core if pr.name in _uses(runtime, series.USES)]
             needs += sorted({owner[rel] for rel in files if rel in owner and rel in _imported_by(files, benchmark)} | {owner[rel] for rel in changed if rel in owner})
             _git(repo, "add", "-A")
             _git(repo, "commit", "-q", "-m", title)
