@@ -35,7 +35,7 @@ def test_the_series_own_tests_pass_on_the_patched_copy(patched_lmms_eval: Path) 
     """The tests each patch brings (lmms-eval's style, under test/), run against the patched package; the
     CLI subprocess ones (marked slow) are covered by our exit-status matrix through the same copy."""
     tests = sorted(p.name for p in (patched_lmms_eval / "test").rglob("test_*.py"))
-    assert len(tests) == len(series.names("0.7.3")), tests  # one test module per patch
+    assert len(tests) >= len(series.names("0.7.3")), tests  # each patch brings at least one test module
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "test"],
         cwd=patched_lmms_eval,
