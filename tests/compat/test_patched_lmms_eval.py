@@ -7,6 +7,7 @@ metrics and exit statuses they give on the stock 0.7.3 with compat on."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,9 @@ def test_the_series_own_tests_pass_on_the_patched_copy(patched_lmms_eval: Path) 
     """The tests each patch brings (lmms-eval's style, under test/), run against the patched package; the
     CLI subprocess ones (marked slow) are covered by our exit-status matrix through the same copy."""
     tests = sorted(p.name for p in (patched_lmms_eval / "test").rglob("test_*.py"))
-    assert len(tests) == len(series.names("0.7.3")) == 8, tests  # one test module per patch
+    brought = {p.stem: re.findall(r"^\+\+\+ b/test/\S*/(test_\w+\.py)$", p.read_text(encoding="utf-8"), flags=re.M) for p in series.patch_files("0.7.3")}
+    assert all(brought.values()), brought  # each patch brings its tests
+    assert tests == sorted(name for names in brought.values() for name in names)
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "test"],
         cwd=patched_lmms_eval,

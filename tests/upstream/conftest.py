@@ -127,6 +127,10 @@ MINI_FILES: dict[str, str] = {
 
             return double(21)
         ''',
+    "pkg/tests/mybench/test_with_fixture.py": '''
+        def test_doubled(doubled: int) -> None:  # a shared fixture of tests/conftest.py: test support, not exported
+            assert doubled == 42
+        ''',
     "pkg/tests/mybench/test_hooks.py": '''
         import pytest
 
@@ -134,8 +138,8 @@ MINI_FILES: dict[str, str] = {
 
 
         @pytest.mark.e2e
-        def test_describe(doubled: int) -> None:
-            assert describe() == "mybench: hello from tasks hello v" and doubled == 42
+        def test_describe() -> None:
+            assert describe() == "mybench: hello from tasks hello v"
 
 
         def test_process_results() -> None:
@@ -185,3 +189,70 @@ def fake_checkout(tmp_path: Path) -> Path:
     (root / "lmms_eval/tasks/mme").mkdir()
     (root / "lmms_eval/tasks/mme/mme.yaml").write_text("task: mme\n")
     return root
+
+
+class StackExport:
+    """The real benchmarks' stack, built once per session against lmms-eval 0.7.3 as installed (from a still copy
+    of our sources), and what applying it needs."""
+
+    def __init__(self, tree: SourceTree, stack: object, files: dict[str, bytes]) -> None:
+        self.tree, self.stack, self.files = tree, stack, files
+
+    @property
+    def patches(self) -> list[str]:
+        """The stack's patch files, in order (as `ls lmms_tasks_stack/*.patch` gives them)."""
+        return sorted(rel for rel in self.files if rel.endswith(".patch"))
+
+    def checkout(self, dest: Path) -> Path:
+        """A git repository holding a copy of the installed lmms_eval package and the stack's files (untracked)."""
+        import shutil
+        import subprocess
+
+        import lmms_eval
+
+        shutil.copytree(Path(lmms_eval.__file__).parent, dest / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__"))
+        for command in (["init", "-q"], ["add", "-A", "lmms_eval"], ["commit", "-q", "-m", "lmms-eval as installed"]):
+            subprocess.run([*_GIT, *command], cwd=dest, check=True, capture_output=True)
+        for rel, data in self.files.items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+        return dest
+
+
+_GIT = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def frozen_tree(tree: SourceTree, dest: Path) -> SourceTree:
+    """A still copy of our sources: the real tree may be edited while the tests run."""
+    import dataclasses
+    import shutil
+
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(tree.library_dir, dest / "utils", ignore=ignore)
+    shutil.copytree(tree.templates_dir, dest / "yaml_templates", ignore=ignore)
+    shutil.copytree(tree.package_dir, dest / "lmms_tasks", ignore=ignore, symlinks=True)
+    if tree.tests_dir is not None:
+        shutil.copytree(tree.tests_dir, dest / "tests", ignore=ignore)
+    return dataclasses.replace(
+        tree, package_dir=dest / "lmms_tasks", library_dir=dest / "utils", templates_dir=dest / "yaml_templates", tests_dir=dest / "tests" if tree.tests_dir else None
+    )
+
+
+@pytest.fixture(scope="session")
+def stack_export(tmp_path_factory: pytest.TempPathFactory) -> StackExport:
+    """`export-upstream` (the stack) of every benchmark for a checkout of lmms-eval 0.7.3 as installed."""
+    import shutil
+
+    import lmms_eval
+
+    from lmms_tasks.utils.commands.upstream.cli import export_stack
+    from lmms_tasks.utils.commands.upstream.sources import default_tree
+
+    base = tmp_path_factory.mktemp("stack_export")
+    root = base / "checkout"
+    shutil.copytree(Path(lmms_eval.__file__).parent, root / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__", "tasks"))
+    (root / "lmms_eval" / "tasks").mkdir()
+    tree = frozen_tree(default_tree(), base / "src")
+    built, _ = export_stack(root, tree)
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in (root / "lmms_tasks_stack").rglob("*") if p.is_file()}
+    return StackExport(tree, built, files)

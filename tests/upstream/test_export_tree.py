@@ -37,9 +37,6 @@ EXPECTED_FILES = {
     "lmms_eval/tasks/_task_utils/minipkg/prompts.py",
     "lmms_eval/tasks/_task_utils/minipkg/resources/__init__.py",
     "lmms_eval/tasks/_task_utils/minipkg/resources/table.json",
-    "lmms_eval/tasks/_task_utils/minipkg/testing/__init__.py",
-    "lmms_eval/tasks/_task_utils/minipkg/testing/helpers.py",
-    "lmms_eval/tasks/_task_utils/minipkg/testing/pytest_fixtures.py",
     "test/eval/mybench/__init__.py",
     "test/eval/mybench/conftest.py",
     "test/eval/mybench/test_hooks.py",
@@ -195,18 +192,18 @@ def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
 
     monkeypatch.setattr(cli, "default_tree", lambda benchmarks=None: mini_tree)
     before = _snapshot(fake_checkout)
-    assert cli.main([str(fake_checkout), "--dry-run", "--list", "--no-patches"]) == 0
+    assert cli.main([str(fake_checkout), "--dry-run", "--list", "--no-patches", "--tree"]) == 0
     out = capsys.readouterr().out
     assert f"would write {len(EXPECTED_FILES)} file(s)" in out
-    # --list prints the pull request's files by folder, in docs/UPSTREAM.md's form: every planned file once
-    block = f"{listing.START}\n" + out.split("docs/UPSTREAM.md shows this list):\n", 1)[1] + f"\n{listing.END}"
+    # --tree --list prints the exported files by folder: every planned file once
+    block = f"{listing.START}\n" + out.split("new, 1 modified):\n", 1)[1] + f"\n{listing.END}"
     block = block.split("\nthird-party imports")[0] + f"\n{listing.END}"
     files, modified = listing.parse(block)
     assert files == EXPECTED_FILES and modified == {"docs/advanced/current_tasks.md": 1}
     assert _snapshot(fake_checkout) == before
     (fake_checkout / "test/eval/mybench").mkdir(parents=True)
     (fake_checkout / "test/eval/mybench/conftest.py").write_text("# theirs\n")
-    assert cli.main([str(fake_checkout / "lmms_eval"), "--no-patches"]) == 2
+    assert cli.main([str(fake_checkout / "lmms_eval"), "--no-patches", "--tree"]) == 2
     err = capsys.readouterr().err
     assert "export-upstream: error: refusing to overwrite 1 file(s)" in err and "test/eval/mybench/conftest.py (not written by lmms-tasks)" in err
     assert cli.main([str(fake_checkout.parent / "nowhere")]) == 2

@@ -25,12 +25,28 @@ def test_the_series_files_are_complete_and_git_am_ready() -> None:
     for version in series.VERSIONS:
         files = series.patch_files(version)
         assert [f.stem for f in files] == series.names(version)
-        # 0001-0005: strip, groups, exit status, custom_dataset, stderr; 0006-0008: batch scoring, k-samples, baselines;
-        # main also 0009 (its openai model stopped sending top_p and the other sampling keys that 0.7.3 sends)
-        assert len(files) == {"0.7.3": 8, "main": 9}[version]
-        for number, patch in enumerate(files, start=1):
+        # 0001-0004: strip, groups, exit status, custom_dataset, the loading retry policy; 0005-0008: stderr, batch scoring,
+        # k-samples, baselines; main also 0009 (its openai model stopped sending top_p and the other sampling keys that 0.7.3 sends)
+        assert "0004-task-custom-dataset" in series.names(version) and "0004-task-load-retry-network-errors" in series.names(version)
+        for patch in files:  # each is a pull request of its own in the stack: one commit, no "n/N" numbering
             head = patch.read_text(encoding="utf-8").splitlines()[:6]
-            assert head[0].startswith("From ") and head[1].startswith("From: ") and any(f"[PATCH {number}/{len(files)}]" in line for line in head), (patch, head)
+            assert head[0].startswith("From ") and head[1].startswith("From: ") and any(line.startswith("Subject: [PATCH] ") for line in head), (patch, head)
+
+
+def test_deleting_a_patch_file_takes_it_out_of_the_series(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The series is the files that are there (a patch that goes away is deleted, nothing else); a file without a
+    feature probe is refused."""
+    copy = tmp_path / "patch_series"
+    shutil.copytree(series.SERIES_DIR, copy)
+    monkeypatch.setattr(series, "SERIES_DIR", copy)
+    gone = "0005-metrics-aggregation-stderr"
+    for version in series.VERSIONS:
+        (copy / version / f"{gone}.patch").unlink()
+        assert gone not in series.names(version) and [f.stem for f in series.patch_files(version)] == series.names(version)
+    assert gone not in series._known()
+    (copy / "main" / "0010-something-new.patch").write_text("From x\n")
+    with pytest.raises(ExportError, match=r"\['0010-something-new'\] have no entry in series\.FEATURES"):
+        series.patch_files("main")
 
 
 def test_a_stock_checkout_gets_the_released_version(tmp_path: Path) -> None:

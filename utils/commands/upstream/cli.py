@@ -1,4 +1,9 @@
-"""`python -m lmms_tasks export-upstream PATH`: write our tasks into an lmms-eval checkout."""
+"""`python -m lmms_tasks export-upstream PATH`: our tasks as a stack of pull requests for an lmms-eval checkout.
+
+By default it writes `lmms_tasks_stack/` into the checkout: one `git am`-able patch per pull request, in order
+(the core changes the checkout lacks, then one per benchmark), each with its description beside it, and a README
+with the commands that turn them into stacked branches (docs/UPSTREAM.md). `--tree` instead writes the task
+files into the working tree and the core patches to `lmms_tasks_patches/`, to try the tasks without git."""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lmms_tasks.utils.commands.upstream import exporter, listing, series, writer
+from lmms_tasks.utils.commands.upstream import exporter, listing, series, stack, writer
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
 from lmms_tasks.utils.commands.upstream.style import detect_style
 
@@ -45,6 +50,25 @@ def export(
     return result, outcome
 
 
+def export_stack(
+    root: Path,
+    tree: SourceTree,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    include_tests: bool = True,
+    format_code: bool = True,
+    patches: bool = True,
+) -> tuple[stack.Stack, writer.Outcome]:
+    """Write the stack of pull requests for `tree` into `lmms_tasks_stack/` of the checkout at `root` (nothing
+    else of the checkout is touched; `writer.apply`'s overwrite rules hold)."""
+    root = checkout_root(root)
+    style = detect_style(root) if format_code else None
+    built = stack.build(root, tree, style, include_tests=include_tests, patches=patches)
+    outcome = writer.apply(root, writer.Plan(files=built.files(), edits_catalog=False), force=force, dry_run=dry_run)
+    return built, outcome
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lmms_tasks export-upstream", description=__doc__)
     parser.add_argument("path", type=Path, help="lmms-eval checkout root (holding lmms_eval/tasks), or an installed lmms_eval package's parent")
@@ -52,38 +76,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="overwrite files the exporter did not write (or that were edited since)")
     parser.add_argument("--dry-run", action="store_true", help="list what would change and write nothing")
     parser.add_argument("--no-tests", action="store_true", help="do not export tests to test/eval/")
-    parser.add_argument("--list", action="store_true", help="print every exported file, by folder (the pull request's file list, as docs/UPSTREAM.md shows it)")
-    parser.add_argument("--no-patches", action="store_true", help="do not write the lmms-eval patch series the tasks need (lmms_tasks_patches/)")
+    parser.add_argument("--list", action="store_true", help="print the stack of pull requests in order, each with its needs, line counts (core/task/tests) and files (docs/UPSTREAM.md shows it)")
+    parser.add_argument("--no-patches", action="store_true", help="leave out the core changes (the lmms-eval patch series)")
+    parser.add_argument("--tree", action="store_true", help="write the task files into the working tree and the core patches to lmms_tasks_patches/ instead of the stack")
     args = parser.parse_args(argv)
     try:
         tree = default_tree(args.benchmark)
         root = checkout_root(args.path)
         style = detect_style(root)
         print(f"exporting {', '.join(tree.benchmarks)} into {root}\nstyle: {style.describe()}", flush=True)
-        result, outcome = export(root, tree, force=args.force, dry_run=args.dry_run, include_tests=not args.no_tests, patches=not args.no_patches)
+        if args.tree:
+            result, outcome = export(root, tree, force=args.force, dry_run=args.dry_run, include_tests=not args.no_tests, patches=not args.no_patches)
+        else:
+            built, outcome = export_stack(root, tree, force=args.force, dry_run=args.dry_run, include_tests=not args.no_tests, patches=not args.no_patches)
+            result = built.export
     except ExportError as exc:
         print(f"export-upstream: error: {exc}", file=sys.stderr)
         return 2
     verb = "would write" if args.dry_run else "wrote"
-    print(f"{verb} {len(outcome.written)} file(s), {len(outcome.unchanged)} unchanged, removed {len(outcome.removed)}; current_tasks.md {'updated' if outcome.catalog_changed else 'unchanged'}")
-    if result.series.files:
+    print(f"{verb} {len(outcome.written)} file(s), {len(outcome.unchanged)} unchanged, removed {len(outcome.removed)}" + (f"; current_tasks.md {'updated' if outcome.catalog_changed else 'unchanged'}" if args.tree else ""))
+    if args.tree:
+        if result.series.files:
+            print(
+                f"this lmms-eval lacks {len(result.series.missing)} feature(s) the tasks use: the patch series ({result.series.version}) is in "
+                f"{series.OUTPUT_DIR}/. Apply it first, then commit the tasks (docs/UPSTREAM.md):\n"
+                f"  cd {root} && git am {series.OUTPUT_DIR}/*.patch && rm -r {series.OUTPUT_DIR}"
+            )
+        if args.list:
+            print(f"the exported files ({len(result.plan.files)} new, 1 modified):")
+            print(listing.markdown(result.plan.files, writer.catalog.CATALOG_PATH, len(result.plan.catalog_lines)))
+    else:
+        core = sum(pr.kind == "core" for pr in built.prs)
         print(
-            f"this lmms-eval lacks {len(result.series.missing)} feature(s) the tasks use: the patch series ({result.series.version}) is in "
-            f"{series.OUTPUT_DIR}/. Apply it first, then commit the tasks (docs/UPSTREAM.md):\n"
-            f"  cd {root} && git am {series.OUTPUT_DIR}/*.patch && rm -r {series.OUTPUT_DIR}"
+            f"the stack: {len(built.prs)} pull request(s), {core} core ({built.version or 'none needed'}) then {len(built.prs) - core} benchmark(s), in "
+            f"{stack.STACK_DIR}/ (one patch and one description each). Make the stacked branches (docs/UPSTREAM.md):\n"
+            f"  cd {root} && for p in {stack.STACK_DIR}/*.patch; do git checkout -q -b \"lmms-tasks/$(basename \"$p\" .patch)\" && git am -q \"$p\" || break; done"
         )
-    elif not args.no_patches:
-        print("this lmms-eval has every feature the tasks use: no patches needed")
-    if args.list:
-        print(f"the pull request's files ({len(result.plan.files)} new, 1 modified; docs/UPSTREAM.md shows this list):")
-        print(listing.markdown(result.plan.files, writer.catalog.CATALOG_PATH, len(result.plan.catalog_lines)))
+        if args.list:
+            print(f"{stack.LIST_START}\n{stack.listing(built)}\n{stack.LIST_END}")
+            counted = stack.sizes(built)
+            limits = {name: stack.BENCHMARK_LIMIT for name in counted if name != "total"} | {"total": stack.TOTAL_LIMIT}
+            print("non-test Python lines (wc -l): " + ", ".join(f"{name} {n} (goal <= {limits[name]})" for name, n in counted.items()))
     if result.third_party:
         print("third-party imports in the exported code: " + ", ".join(sorted(result.third_party)))
         missing = exporter.undeclared_imports(result.third_party, root)
         if missing:
             print("not declared in the checkout's pyproject.toml (declare them or use lmms_eval.imports.optional_import): " + ", ".join(missing))
     for test in result.dropped_tests:
-        print(f"not exported (marked include_path_only): {test}")
+        print(f"not exported: {test}")
     for note in result.leftovers:
         print(f"note: {note}")
     return 0

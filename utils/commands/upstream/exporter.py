@@ -28,7 +28,6 @@ from lmms_tasks.utils.commands.upstream.style import Style, format_sources
 from lmms_tasks.utils.commands.upstream.writer import Plan
 
 TEST_ROOT = "test/eval"
-FIXTURES_MODULE = "testing.pytest_fixtures"  # below the library package: where tests/conftest.py goes
 PROVIDED_TOP_LEVEL = {"__version__", "BENCHMARKS", "tasks_path"}
 
 
@@ -178,32 +177,52 @@ class _Builder:
         return _top_level_names(folder)
 
     def tests(self, benchmark: str) -> None:
+        """The benchmark's tests that need nothing but the exported runtime: a test file that imports test support
+        (our stand-in server, fixture writers, the report, `score`: modules the task folders never reach) or asks for
+        a fixture of the shared `tests/conftest.py` (which is test support itself) stays in lmms-tasks and is named
+        in `dropped_tests`. Call after `closure()` of the task folders, so `self.done` is the runtime."""
         tests_dir = self.tree.tests_dir
         if tests_dir is None or not (tests_dir / benchmark).is_dir():
             return
         dest_root = f"{TEST_ROOT}/{benchmark}"
-        conftest_extra = ""
+        shared = tests_dir / "conftest.py"
+        shared_fixtures = set(_fixture_names(shared, every=True)) if shared.is_file() else set()
+        exported = 0
         for path in iter_files(tests_dir / benchmark):
             rel = path.relative_to(tests_dir / benchmark).as_posix()
-            if path.suffix == ".py":
-                self.python(path, f"{dest_root}/{rel}", None, drop_marked=True)
-            else:
+            if path.suffix != ".py":
                 self.files[f"{dest_root}/{rel}"] = path.read_bytes()
+                continue
+            reason = self._test_support_needed(path, shared_fixtures)
+            if reason:
+                self.dropped_tests.append(f"{dest_root}/{rel} (stays in lmms-tasks: {reason})")
+                continue
+            self.python(path, f"{dest_root}/{rel}", None, drop_marked=True)
+            exported += 1
+        if not exported:
+            return
         self.files.setdefault(f"{dest_root}/__init__.py", "")
-        shared = tests_dir / "conftest.py"
-        if shared.is_file():
-            fixtures = f"{self.tree.library_package}.{FIXTURES_MODULE}"
-            if not self.tree.is_package(fixtures.rsplit(".", 1)[0]):
-                raise ExportError(f"{shared}: shared fixtures need the package {fixtures.rsplit('.', 1)[0]!r} to live in")
-            dest = self.mapping.target_path(fixtures, False)
-            if dest not in self.files:
-                self.python(shared, dest, fixtures, drop_marked=True)
-                self.pending.append((fixtures.rsplit(".", 1)[0], str(shared)))
-            names = _fixture_names(shared)
-            if names:
-                conftest_extra += f"from {self.mapping.target(fixtures)} import {', '.join(names)}  # noqa: F401\n"
         existing = self.files.get(f"{dest_root}/conftest.py", "")
-        self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, conftest_extra, self.tree.pytest_markers, str(existing))
+        self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, "", self.tree.pytest_markers, str(existing))
+
+    def _test_support_needed(self, path: Path, shared_fixtures: set[str]) -> str | None:
+        """Why the test file at `path` cannot run on the exported runtime alone (None when it can)."""
+        source = drop_compat(read_python(path), str(path), self.tree.package)
+        source, _ = drop_marked_tests(source, str(path))
+        result = rewrite_python(source, str(path), None, self.mapping)
+        outside = sorted(dep for dep in result.dependencies if not self._is_runtime(dep))
+        if outside:
+            return f"imports {', '.join(outside)}"
+        used = sorted({a.arg for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for a in node.args.args} & shared_fixtures)
+        if used:
+            return f"uses the fixture(s) {', '.join(used)} of tests/conftest.py"
+        return None
+
+    def _is_runtime(self, module: str) -> bool:
+        parts = module.split(".")
+        if module in (self.tree.package, self.tree.library_package) or (len(parts) >= 2 and parts[1] in self.tree.benchmarks):
+            return True
+        return module in self.done
 
     # -- shared package __init__ -------------------------------------------------------------------
     def shared_init(self) -> None:
@@ -258,14 +277,14 @@ def _conftest(benchmark: str, imports: str, markers: tuple[str, ...], existing: 
     return text + ("\n\n" + existing if existing.strip() else "")
 
 
-def _fixture_names(conftest: Path) -> list[str]:
-    """Functions decorated with `pytest.fixture` in the shared conftest (not the include-path-only ones)."""
+def _fixture_names(conftest: Path, every: bool = False) -> list[str]:
+    """Functions decorated with `pytest.fixture` in the shared conftest (not the include-path-only ones, unless `every`)."""
     names = []
     for node in ast.parse(conftest.read_text(encoding="utf-8")).body:
         if not isinstance(node, ast.FunctionDef):
             continue
         decorators = [ast.unparse(d).split("(")[0] for d in node.decorator_list]
-        if any("fixture" in d for d in decorators) and not any(d == UPSTREAM_SKIP_MARKER or d.endswith(f"mark.{UPSTREAM_SKIP_MARKER}") for d in decorators):
+        if any("fixture" in d for d in decorators) and (every or not any(d == UPSTREAM_SKIP_MARKER or d.endswith(f"mark.{UPSTREAM_SKIP_MARKER}") for d in decorators)):
             names.append(node.name)
     return names
 
@@ -324,9 +343,11 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
         entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
         lines.append(entry.line())
         sections[entry.line()] = entry.section
-        if include_tests:
+    builder.closure()  # the runtime: what the task folders reach
+    if include_tests:
+        for benchmark in tree.benchmarks:
             builder.tests(benchmark)
-    builder.closure()
+        builder.closure()  # adds nothing: an exported test needs only the runtime
     builder.shared_init()
     builder.rewrite_docs()
     texts = {rel: data for rel, data in builder.files.items() if isinstance(data, str)}

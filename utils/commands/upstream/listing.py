@@ -1,5 +1,5 @@
-"""The pull request's file list, one Markdown line per folder, as `export-upstream --list` prints it and as
-`docs/UPSTREAM.md` shows it between its `file-list` markers (a test compares the two both ways)."""
+"""The exported files, one Markdown line per folder, as `export-upstream --tree --list` prints them (`parse` reads
+such a block back; the stack's own listing is `stack.listing`)."""
 
 from __future__ import annotations
 

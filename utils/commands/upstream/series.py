@@ -32,6 +32,7 @@ FEATURES: dict[str, tuple[str, str]] = {
     "0002-group-exact-metrics": ("lmms_eval/api/group.py", r"^\s+group_metric\s*:"),
     "0003-cli-exit-status": ("lmms_eval/api/run_status.py", r"def report_incomplete"),
     "0004-task-custom-dataset": ("lmms_eval/api/task.py", r"^\s+custom_dataset\s*:"),
+    "0004-task-load-retry-network-errors": ("lmms_eval/api/task.py", r"^def is_network_error"),
     "0005-metrics-aggregation-stderr": ("lmms_eval/api/metrics.py", r"getattr\(metric, \"stderr\""),
     "0006-task-batch-scoring": ("lmms_eval/api/task.py", r"^\s+process_results_batch\s*:"),
     "0007-evaluator-k-samples-stability": ("lmms_eval/evaluator.py", r"score each response on its own|each is scored on its own"),
@@ -39,15 +40,33 @@ FEATURES: dict[str, tuple[str, str]] = {
     # 0.7.3 has this one (its chat `openai` model sends these keys); main lost it, so only `main` carries it
     "0009-openai-sampling-parameters": ("lmms_eval/models/chat/openai.py", r'\("top_p", "seed", "presence_penalty", "frequency_penalty", "n"\)'),
 }
+# How an exported task shows that it uses a feature (a pattern over its YAML and Python): the benchmark PRs
+# of the stack need the core PRs whose pattern matches (`stack.benchmark_prs`). Features no task file shows
+# (the retry policy, k-samples, baselines) are needed by none.
+USES: dict[str, str] = {
+    "0001-task-strip-responses": r"^\s*strip_responses\s*:",
+    "0002-group-exact-metrics": r"\bmatch\s*:\s*exact\b|\bgroup_metric\s*:",
+    "0003-cli-exit-status": r"lmms_eval\.api\.run_status",
+    "0004-task-custom-dataset": r"^\s*custom_dataset\s*:",
+    "0005-metrics-aggregation-stderr": r"^\w+\.stderr\s*=",
+    "0006-task-batch-scoring": r"^\s*process_results_batch\s*:",
+    "0009-openai-sampling-parameters": r"^\s+(top_p|seed|presence_penalty|frequency_penalty)\s*:",
+}
 # Patches that only some versions carry (the others' lmms-eval has the feature already).
 ONLY_IN: dict[str, tuple[str, ...]] = {"0009-openai-sampling-parameters": ("main",)}
 # The features every version adds: a checkout with some of them but not all is half-patched.
-CORE = tuple(name for name in FEATURES if name not in ONLY_IN)
+CORE = tuple(name for name in FEATURES if name not in ONLY_IN and all((SERIES_DIR / v / f"{name}.patch").is_file() for v in VERSIONS))
 
 
 def names(version: str) -> list[str]:
-    """The patches of one version of the series, in order."""
-    return [name for name in FEATURES if version in ONLY_IN.get(name, VERSIONS)]
+    """The patches of one version of the series, in order: those of `FEATURES` whose file is there (deleting a
+    patch file takes it out of the series, and out of the stack)."""
+    return [name for name in FEATURES if version in ONLY_IN.get(name, VERSIONS) and (SERIES_DIR / version / f"{name}.patch").is_file()]
+
+
+def _known() -> list[str]:
+    """The features some version of the series still carries."""
+    return [name for name in FEATURES if any(name in names(version) for version in VERSIONS)]
 
 
 @dataclass
@@ -62,16 +81,18 @@ class SeriesPlan:
 def patch_files(version: str) -> list[Path]:
     if version not in VERSIONS:
         raise ExportError(f"unknown patch series version {version!r} (have {list(VERSIONS)})")
-    files = sorted((SERIES_DIR / version).glob("*.patch"))
-    if [f.stem for f in files] != names(version):
-        raise ExportError(f"{SERIES_DIR / version}: expected the patches {names(version)}, found {[f.stem for f in files]}")
-    return files
+    found = {f.stem: f for f in (SERIES_DIR / version).glob("*.patch")}
+    unknown = sorted(set(found) - set(FEATURES))
+    if unknown:
+        raise ExportError(f"{SERIES_DIR / version}: {unknown} have no entry in series.FEATURES (how a checkout shows the feature is in)")
+    return [found[name] for name in names(version)]
 
 
 def missing_features(root: Path) -> list[str]:
     """The patches whose feature the checkout at `root` lacks."""
     missing = []
-    for name, (rel, pattern) in FEATURES.items():
+    for name in _known():
+        rel, pattern = FEATURES[name]
         path = root / rel
         text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
         if not re.search(pattern, text, flags=re.MULTILINE):

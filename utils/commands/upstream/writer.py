@@ -29,6 +29,7 @@ class Plan:
     files: dict[str, bytes]
     catalog_lines: list[str] = field(default_factory=list)
     catalog_sections: dict[str, str] = field(default_factory=dict)
+    edits_catalog: bool = True  # False: leave current_tasks.md alone (the stack's benchmark patches carry its lines)
 
 
 @dataclass
@@ -126,7 +127,7 @@ def apply(root: Path, plan: Plan, force: bool = False, dry_run: bool = False) ->
 
     catalog_path = root / catalog.CATALOG_PATH
     old_catalog = catalog_path.read_text(encoding="utf-8") if catalog_path.is_file() else None
-    new_catalog = catalog.patch(old_catalog, plan.catalog_lines, plan.catalog_sections, list(manifest["catalog_lines"]))
+    new_catalog = catalog.patch(old_catalog, plan.catalog_lines, plan.catalog_sections, list(manifest["catalog_lines"])) if plan.edits_catalog else old_catalog
     outcome.catalog_changed = new_catalog != old_catalog
     new_manifest = {
         "generator": "python -m lmms_tasks export-upstream",
@@ -144,7 +145,7 @@ def apply(root: Path, plan: Plan, force: bool = False, dry_run: bool = False) ->
     for rel in to_remove:
         (root / rel).unlink()
         _prune_empty_dirs(root / rel, root)
-    if outcome.catalog_changed:
+    if outcome.catalog_changed and new_catalog is not None:
         _write_atomic(catalog_path, new_catalog.encode("utf-8"))
     manifest_path = root / MANIFEST_PATH
     if not manifest_path.is_file() or manifest_path.read_bytes() != manifest_bytes:

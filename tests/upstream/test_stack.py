@@ -1,0 +1,171 @@
+"""export-upstream's stack of pull requests: core changes first (one per patch of the series, 0004 split into the
+opt-in loader and the all-task retry policy), then one per benchmark; each PR applies with `git am` on top of the
+ones before it and its tests pass right after it; `--list` and docs/UPSTREAM.md show the same stack; the size goals."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.upstream import exporter, series, stack
+from lmms_tasks.utils.commands.upstream.cli import export, export_stack
+from lmms_tasks.utils.commands.upstream.sources import SourceTree
+from lmms_tasks.utils.commands.upstream.style import detect_style
+
+GIT = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def _poison(dest: Path) -> Path:
+    (dest / "lmms_tasks").mkdir(parents=True, exist_ok=True)
+    (dest / "lmms_tasks" / "__init__.py").write_text("raise ImportError('the exported code imported lmms_tasks')\n")
+    return dest
+
+
+def test_the_stack_is_the_core_patches_then_one_pr_per_benchmark(stack_export: Any) -> None:
+    prs = stack_export.stack.prs
+    assert [pr.name for pr in prs] == [*series.names("0.7.3"), *stack_export.tree.benchmarks]
+    assert [pr.kind for pr in prs] == ["core"] * len(series.names("0.7.3")) + ["benchmark"] * len(stack_export.tree.benchmarks)
+    assert stack_export.patches == [f"{stack.STACK_DIR}/{pr.stem(i)}.patch" for i, pr in enumerate(prs, start=1)]
+    names = [pr.name for pr in prs]
+    for i, pr in enumerate(prs):
+        assert set(pr.needs) <= set(names[:i]), (pr.name, pr.needs)  # a PR needs only PRs below it
+        text = stack_export.files[f"{stack.STACK_DIR}/{pr.stem(i + 1)}.md"].decode()
+        for section in ("## What", "## What changes for existing tasks", "## How it was tested"):
+            assert section in text, (pr.name, section)
+    by_name = {pr.name: pr for pr in prs}
+    # one concern per PR: the loader is opt-in and leaves the retry alone; the retry policy is its own PR and says it changes every task
+    loader, retry = by_name["0004-task-custom-dataset"].patch.decode(), by_name["0004-task-load-retry-network-errors"].patch.decode()
+    assert "custom_dataset" in loader and "is_network_error" not in loader and "retry_if_exception" not in loader
+    assert "is_network_error" in retry and "custom_dataset: Optional" not in retry
+    assert "every task" in stack.EXISTING_TASKS["0004-task-load-retry-network-errors"] and "Nothing" in stack.EXISTING_TASKS["0004-task-custom-dataset"]
+    # the benchmarks need the core features their files use (decided by content): VLM2-Bench's groups use 0002, every benchmark 0004's loader
+    assert {"0002-group-exact-metrics", "0004-task-custom-dataset", "0006-task-batch-scoring"} <= set(by_name["vlm2_bench"].needs)
+    assert "0001-task-strip-responses" in by_name["humaneval_v"].needs and "0001-task-strip-responses" not in by_name["vlm2_bench"].needs
+    assert "0004-task-load-retry-network-errors" not in by_name["vlm2_bench"].needs
+
+
+def test_docs_upstream_shows_the_stack_of_list(stack_export: Any) -> None:
+    """docs/UPSTREAM.md's stack is `export-upstream --list` for lmms-eval 0.7.3: the same PRs in the same order, with the
+    same titles, needs and files (the line counts there are as of its writing: they move with every code change)."""
+    doc = stack.parse_listing((Path(tasks_path()).parent / "docs" / "UPSTREAM.md").read_text(encoding="utf-8"))
+    listed = stack.parse_listing(stack.listing(stack_export.stack))
+    assert doc and listed
+    drop = ("lines", "count")
+    assert [{k: v for k, v in pr.items() if k not in drop} for pr in doc] == [{k: v for k, v in pr.items() if k not in drop} for pr in listed]
+
+
+@pytest.mark.slow
+def test_applied_pr_by_pr_each_prs_tests_pass(stack_export: Any, tmp_path: Path) -> None:
+    """A checkout of lmms-eval 0.7.3 (as installed) gets the stack one PR at a time with `git am`; after each, the tests
+    that PR adds or touches run there (`lmms_tasks` unimportable; CLI subprocess tests marked slow left out), and must pass."""
+    root = stack_export.checkout(tmp_path / "checkout")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_poison(tmp_path / "poison")), str(root)])}
+    timings = []
+    for patch, pr in zip(stack_export.patches, stack_export.stack.prs):
+        applied = subprocess.run([*GIT, "am", "-q", patch], cwd=root, capture_output=True, text=True, check=False)
+        assert applied.returncode == 0, f"{patch}: {applied.stderr}"
+        tests = sorted({f for f in pr.files if re.search(r"^test/.*/test_[^/]+\.py$", f)})
+        if pr.kind == "benchmark":
+            tests = [f"test/eval/{pr.name}"]
+            assert all((root / f).exists() for f in pr.files)
+        assert tests, f"{pr.name} brings no test"
+        start = time.monotonic()
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-m", "not slow and not e2e", *tests],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        summary = (re.findall(r"\d+ passed[^\n]*", out.stdout) or ["?"])[-1]
+        timings.append(f"{pr.name}: {time.monotonic() - start:.0f} s ({summary})")
+        assert out.returncode == 0, f"{pr.name}: {out.stdout[-4000:]}{out.stderr[-2000:]}"
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log[::-1][1:] == [pr.title for pr in stack_export.stack.prs]
+    print("\n".join(timings))
+
+
+def test_size_of_each_benchmark_pr(stack_export: Any) -> None:
+    """Python in each task folder (its lib/ included) within lmms-eval's range for large tasks."""
+    sizes = stack.sizes(stack_export.stack)
+    benchmarks = {name: n for name, n in sizes.items() if name != "total"}
+    assert set(benchmarks) == set(stack_export.tree.benchmarks) and all(n > 100 for n in benchmarks.values())
+    assert {name: n for name, n in benchmarks.items() if n > stack.BENCHMARK_LIMIT} == {}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not met without moving product code: the shared runtime the tasks call (judge client 810 lines, HumanEval-V's "
+    "sandbox 1,856, data checks ~630, ...) is exported whole; see docs/UPSTREAM.md 'Size'",
+)
+def test_size_of_the_whole_stack(stack_export: Any) -> None:
+    assert stack.sizes(stack_export.stack)["total"] <= stack.TOTAL_LIMIT
+
+
+@pytest.mark.xfail(strict=True, reason="not met without moving product code: HAERAE-Vision alone needs the judge client and data checks (~2,000 lines); see docs/UPSTREAM.md 'Size'")
+def test_size_of_one_benchmark_exported_alone(stack_export: Any, tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    (root / "lmms_eval" / "tasks").mkdir(parents=True)
+    alone = stack.build(root, replace(stack_export.tree, benchmarks=("haerae_vision",)), detect_style(root), patches=False)
+    assert [pr.name for pr in alone.prs] == ["haerae_vision"]
+    assert stack.sizes(alone)["total"] <= stack.ALONE_LIMIT  # the benchmark PR's modules (the core PRs are counted in the total)
+
+
+def test_a_stack_of_the_mini_tree_applies_and_gives_the_tree_export(mini_tree: SourceTree, fake_checkout: Path, tmp_path: Path) -> None:
+    """On the self-made tree: the benchmark PR is one patch; `git am` in the checkout gives exactly the files (and the
+    current_tasks.md line) the tree export writes; writing the stack touches nothing but lmms_tasks_stack/; a second
+    export changes nothing."""
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run([*GIT, *command], cwd=fake_checkout, check=True, capture_output=True)
+    built, outcome = export_stack(fake_checkout, mini_tree, format_code=False, patches=False)
+    assert [pr.name for pr in built.prs] == ["mybench"] and built.prs[0].needs == []
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=fake_checkout, capture_output=True, text=True, check=True).stdout
+    assert {line[3:].split("/")[0] for line in status.splitlines()} == {stack.STACK_DIR, "lmms_eval"}  # lmms_eval: only the manifest
+    assert [line[3:] for line in status.splitlines() if line[3:].startswith("lmms_eval")] == ["lmms_eval/tasks/.lmms_tasks_export.json"]
+    _, again = export_stack(fake_checkout, mini_tree, format_code=False, patches=False)
+    assert not again.changed
+    (fake_checkout / "lmms_eval/tasks/.lmms_tasks_export.json").unlink()
+    patch = next((fake_checkout / stack.STACK_DIR).glob("*.patch"))
+    subprocess.run([*GIT, "am", "-q", str(patch)], cwd=fake_checkout, check=True, capture_output=True)
+    shutil_tree = tmp_path / "tree_export"
+    (shutil_tree / "lmms_eval/tasks/_task_utils").mkdir(parents=True)
+    result, _ = export(shutil_tree, mini_tree, format_code=False, patches=False)
+    for rel, data in result.plan.files.items():
+        assert (fake_checkout / rel).read_bytes() == data, rel
+    assert (fake_checkout / "docs/advanced/current_tasks.md").read_text() == (shutil_tree / "docs/advanced/current_tasks.md").read_text()
+    listed = stack.parse_listing(stack.listing(built))
+    assert listed[0]["files"] == sorted([*result.plan.files, "docs/advanced/current_tasks.md"])
+    assert listed[0]["lines"]["tests"] > 0 and listed[0]["lines"]["core"] == 0
+
+
+def test_cli_list_prints_the_stack(mini_tree: SourceTree, fake_checkout: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from lmms_tasks.utils.commands.upstream import cli
+
+    monkeypatch.setattr(cli, "default_tree", lambda benchmarks=None: mini_tree)
+    assert cli.main([str(fake_checkout), "--dry-run", "--list", "--no-patches"]) == 0
+    out = capsys.readouterr().out
+    prs = stack.parse_listing(out)
+    assert [pr["stem"] for pr in prs] == ["01-mybench"] and "test/eval/mybench/test_hooks.py" in prs[0]["files"]
+    assert "would write 3 file(s)" in out and not (fake_checkout / stack.STACK_DIR).exists()
+
+
+def test_a_test_needing_test_support_stays_home(mini_tree: SourceTree) -> None:
+    """A test that imports test support (a module the task folders never reach) is not exported, and says why."""
+    test = mini_tree.tests_dir / "mybench" / "test_support.py"
+    test.write_text("from minipkg.utils.testing.helpers import double\n\n\ndef test_double() -> None:\n    assert double(2) == 4\n")
+    result = exporter.build(mini_tree, None)
+    assert "test/eval/mybench/test_support.py" not in result.plan.files and "test/eval/mybench/test_hooks.py" in result.plan.files
+    assert any(d.startswith("test/eval/mybench/test_support.py (stays in lmms-tasks: imports minipkg.utils.testing.helpers)") for d in result.dropped_tests)
+    assert not any("/testing/" in rel for rel in result.plan.files)
+    assert any(d.startswith("test/eval/mybench/test_with_fixture.py (stays in lmms-tasks: uses the fixture(s) doubled of tests/conftest.py)") for d in result.dropped_tests)

@@ -1,0 +1,387 @@
+"""The contribution as lmms-eval takes it: an ordered stack of pull requests, each of one concern.
+
+First the core changes, one PR per patch of the series that the checkout lacks (`series.plan`: the files in
+`patch_series/<version>/`, so deleting a patch file drops its PR), then one PR per benchmark: its task folder,
+its library, the shared runtime modules it is the first to need, its tests that run on that runtime alone,
+and its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the
+first k benchmarks and that of the first k-1, so a later PR may also touch a file an earlier one added (the
+shared `__init__.py`'s `BENCHMARKS`).
+
+Every PR is one `git am`-able patch (`lmms_tasks_stack/NN-<name>.patch`) with its description beside it
+(`NN-<name>.md`); applying them in order, one branch per patch, gives the stacked branches (docs/UPSTREAM.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lmms_tasks.utils.commands.upstream import catalog, exporter, series
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
+from lmms_tasks.utils.commands.upstream.style import Style, format_sources
+
+STACK_DIR = "lmms_tasks_stack"
+LIST_START, LIST_END = "<!-- stack:start -->", "<!-- stack:end -->"  # around `--list`'s output, and the copy in docs/UPSTREAM.md
+AUTHOR = ("lmms-tasks export-upstream", "lmms-tasks@users.noreply.github.com")
+DATE = "Thu, 1 Jan 2026 00:00:00 +0000"  # fixed: a second export writes the same bytes
+
+# What each core PR changes for the tasks lmms-eval already has (the PR text states it; a patch of the series
+# without an entry stops the export, so a new patch cannot go out without saying).
+EXISTING_TASKS: dict[str, str] = {
+    "0001-task-strip-responses": "Nothing: `strip_responses` defaults to true, today's stripping.",
+    "0002-group-exact-metrics": "Nothing: `match`, `group_metric` and subtask-aware aggregations are opt-in per `aggregate_metric_list` entry; the default substring matching is kept.",
+    "0003-cli-exit-status": (
+        "This is the PR's purpose, for every task: every entry point that runs an evaluation (`lmms-eval --model ...`, "
+        "`lmms-eval eval --model ...`, the wizard `lmms-eval eval` with no arguments, `python -m lmms_eval`, each rank of "
+        "`accelerate launch -m lmms_eval`) now exits 4 when the evaluation raised (it exited 0 after logging the error), 3 when "
+        "a task reported incomplete scoring, the error's own `exit_status` where it carries one (a data error: 1), 0 otherwise "
+        "(the wizard also 0 when its command is not run). The other subcommands (`tasks`, `models`, `ui`, `serve`, ...) keep their codes."
+    ),
+    "0004-task-custom-dataset": "Nothing: tasks without `custom_dataset` load exactly as before, retry included.",
+    "0004-task-load-retry-network-errors": (
+        "This is the PR's purpose, for every task: dataset loading is retried only for network errors (connection, timeout, "
+        "HTTP 429/5xx from the Hub); any other loading error, and any error in `process_docs`, is raised once and unchanged "
+        "instead of five times 2 s apart and then as a `RetryError`."
+    ),
+    "0005-metrics-aggregation-stderr": "Nothing: only an aggregation with a callable `stderr` attribute changes its stderr.",
+    "0006-task-batch-scoring": (
+        "Nothing for results: `process_results_batch` is opt-in. Multi-process runs gather each logged sample with its filter key "
+        "(a (filter, sample) pair instead of the sample); rank 0 unpacks it before writing, so the samples files are unchanged "
+        "(`test/eval/test_batch_scoring_multiprocess.py` runs 2 processes with `accelerate launch --cpu`, gloo)."
+    ),
+    "0007-evaluator-k-samples-stability": (
+        "Only under `--repeats K` (K > 1): each of the K responses is scored with `process_results`, K more calls per document "
+        "(a task that judges in `process_results` makes K more judge calls); headline metrics are unchanged and the stability "
+        "metrics appear. Runs without `--repeats` are unchanged."
+    ),
+    "0008-baselines-per-task-samples": "Only under a local `--baseline` with several tasks: each task is compared with its own samples file instead of the first task's.",
+    "0009-openai-sampling-parameters": (
+        "Tasks run with the chat `openai` model send the `top_p`, `seed`, `presence_penalty`, `frequency_penalty` and `n` their "
+        "`generation_kwargs` set (as 0.7.3 did), where valid for the API (`0 < top_p <= 1`; other values are not sent)."
+    ),
+}
+PROVENANCE = (
+    "The 0.7.3 version of this patch applies with `git am` to the lmms-eval 0.7.3 release and the `main` version to "
+    "lmms-eval main at {main}; lmms-tasks' tests check the 0.7.3 version (`tests/upstream/test_series.py`, "
+    "`tests/upstream/test_stack.py`), the `main` version was checked by hand against that commit."
+)
+MAIN_COMMIT = "75571cfe"
+
+
+# lmms-eval's range for large tasks, and what the stack may add (docs/UPSTREAM.md, "Size"); lines are counted as
+# `wc -l` does, on the exported (formatted) Python files, tests excluded.
+BENCHMARK_LIMIT = 1600  # Python in one task folder, its `lib/` included
+TOTAL_LIMIT = 6000  # non-test Python the whole stack adds under lmms_eval/ (core patches' added lines included)
+ALONE_LIMIT = 2500  # non-test Python under lmms_eval/ that one benchmark's PR adds when exported alone
+
+
+@dataclass
+class PullRequest:
+    """One PR of the stack: its patch (git am-able), description and what the listing shows."""
+
+    name: str  # "0003-cli-exit-status" or the benchmark folder name
+    kind: str  # "core" | "benchmark"
+    title: str
+    needs: list[str]
+    patch: bytes
+    body: str  # the description (Markdown)
+    files: list[str] = field(default_factory=list)  # checkout-relative paths it adds or changes
+    lines: dict[str, int] = field(default_factory=dict)  # added lines: core / task / tests
+    python_lines: dict[str, int] = field(default_factory=dict)  # added Python lines, same keys
+
+    def stem(self, position: int) -> str:
+        return f"{position:02d}-{self.name.replace('_', '-')}"
+
+
+@dataclass
+class Stack:
+    prs: list[PullRequest]
+    version: str | None  # the series version of the core PRs (None: the checkout needs none)
+    export: exporter.Export  # the export of every benchmark (what the benchmark PRs add up to)
+
+    def files(self) -> dict[str, bytes]:
+        """The files `export-upstream` writes into the checkout: `lmms_tasks_stack/` (patches, descriptions, README)."""
+        out = {f"{STACK_DIR}/README.md": readme(self).encode("utf-8")}
+        for position, pr in enumerate(self.prs, start=1):
+            out[f"{STACK_DIR}/{pr.stem(position)}.patch"] = pr.patch
+            out[f"{STACK_DIR}/{pr.stem(position)}.md"] = description(pr).encode("utf-8")
+        return out
+
+
+def _category(path: str) -> str:
+    if path.startswith("test/"):
+        return "tests"
+    if path.startswith("lmms_eval/tasks/") or path.startswith("docs/"):
+        return "task"
+    return "core"
+
+
+def count_added(patch: bytes) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """The files a patch touches and its added lines per category (all files, and Python files only)."""
+    files: list[str] = []
+    lines = {"core": 0, "task": 0, "tests": 0}
+    python = dict(lines)
+    current = None
+    for raw in patch.decode("utf-8", errors="replace").splitlines():
+        if raw.startswith("diff --git a/"):
+            current = raw.split(" b/", 1)[1]
+            files.append(current)
+        elif current and raw.startswith("+") and not raw.startswith("+++"):
+            lines[_category(current)] += 1
+            if current.endswith(".py"):
+                python[_category(current)] += 1
+    return files, lines, python
+
+
+def _subject(patch: bytes) -> str:
+    text = patch.decode("utf-8", errors="replace")
+    match = re.search(r"^Subject: (?:\[PATCH[^\]]*\] )?(.+(?:\n .+)*)", text, re.MULTILINE)
+    return re.sub(r"\n ", " ", match.group(1)).strip() if match else "?"
+
+
+def _message(patch: bytes) -> str:
+    text = patch.decode("utf-8", errors="replace")
+    head, _, _ = text.partition("\n---\n")
+    body = re.split(r"^Subject: .+(?:\n .+)*\n", head, maxsplit=1, flags=re.MULTILINE)
+    return body[1].strip() if len(body) > 1 else ""
+
+
+def _added_tests(files: list[str]) -> list[str]:
+    return [f for f in files if f.startswith("test/") and Path(f).name.startswith("test_") and f.endswith(".py")]
+
+
+def core_prs(plan: series.SeriesPlan) -> list[PullRequest]:
+    prs = []
+    for rel, patch in plan.files.items():
+        name = Path(rel).stem
+        if name not in EXISTING_TASKS:
+            raise ExportError(f"{series.SERIES_DIR}/{plan.version}/{name}.patch: say what it changes for existing tasks in stack.EXISTING_TASKS")
+        files, lines, python = count_added(patch)
+        tests = _added_tests(files)
+        body = "\n\n".join(
+            [
+                "## What and why\n\n" + _message(patch),
+                "## What changes for existing tasks\n\n" + EXISTING_TASKS[name],
+                "## How it was tested\n\n"
+                + (f"`python -m pytest {' '.join(tests)}` (added or extended here; no network, no GPU). " if tests else "")
+                + "After this PR alone on top of the ones it needs, lmms-tasks' `tests/upstream/test_stack.py` runs these tests in a copy "
+                "of lmms-eval 0.7.3. "
+                + PROVENANCE.format(main=MAIN_COMMIT),
+            ]
+        )
+        prs.append(PullRequest(name, "core", _subject(patch), [], patch, body, files, lines, python))
+    return prs
+
+
+def _uses(files: dict[str, bytes], features: dict[str, str]) -> list[str]:
+    """The core features (by name) whose marker appears in `files`."""
+    found = []
+    for name, pattern in features.items():
+        regex = re.compile(pattern, re.MULTILINE)
+        if any(regex.search(data.decode("utf-8", errors="replace")) for rel, data in files.items() if rel.endswith((".py", ".yaml", "_yaml"))):
+            found.append(name)
+    return found
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": AUTHOR[0],
+        "GIT_AUTHOR_EMAIL": AUTHOR[1],
+        "GIT_COMMITTER_NAME": AUTHOR[0],
+        "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        "GIT_AUTHOR_DATE": DATE,
+        "GIT_COMMITTER_DATE": DATE,
+    }
+    out = subprocess.run(["git", "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args], cwd=cwd, env=env, capture_output=True, check=False)
+    if out.returncode != 0:
+        raise ExportError(f"git {' '.join(args[:2])}: {out.stderr.decode(errors='replace').strip()}")
+    return out.stdout.decode("utf-8", errors="replace")
+
+
+def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tests: bool, core: list[PullRequest]) -> tuple[list[PullRequest], exporter.Export]:
+    """One PR per benchmark: the difference between the export of the first k benchmarks and of the first k-1."""
+    catalog_path = root / catalog.CATALOG_PATH
+    base_catalog = catalog_path.read_text(encoding="utf-8") if catalog_path.is_file() else None
+    prs: list[PullRequest] = []
+    full = None
+    with tempfile.TemporaryDirectory(prefix="lmms_tasks_stack_") as scratch:
+        repo = Path(scratch)
+        _git(repo, "init", "-q")
+        if base_catalog is not None:
+            (repo / catalog.CATALOG_PATH).parent.mkdir(parents=True)
+            (repo / catalog.CATALOG_PATH).write_text(base_catalog, encoding="utf-8")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+        previous: dict[str, bytes] = {}
+        formatted: dict[tuple[str, bytes], bytes] = {}
+        owner: dict[str, str] = {}  # file -> the benchmark PR that added it
+        for k, benchmark in enumerate(tree.benchmarks, start=1):
+            result = exporter.build(replace(tree, benchmarks=tree.benchmarks[:k]), None, include_tests=include_tests)
+            files = _formatted(result.plan.files, style, formatted)
+            result.plan.files = files
+            full = result
+            files = dict(files)
+            files[catalog.CATALOG_PATH] = catalog.patch(base_catalog, result.plan.catalog_lines, result.plan.catalog_sections, []).encode("utf-8")
+            for rel in set(previous) - set(files):
+                (repo / rel).unlink()
+            changed = {rel: data for rel, data in files.items() if previous.get(rel) != data}
+            for rel, data in changed.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_bytes(data)
+            names = result.task_names[benchmark]
+            entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
+            title = f"feat(tasks): add {entry.name} ({', '.join(names)})"
+            runtime = {r: d for r, d in files.items() if r.startswith((f"lmms_eval/tasks/{benchmark}/", "lmms_eval/tasks/_task_utils/"))}
+            needs = [pr.name for pr in core if pr.name in _uses(runtime, series.USES)]
+            needs += sorted({owner[rel] for rel in files if rel in owner and rel in _imported_by(files, benchmark)} | {owner[rel] for rel in changed if rel in owner})
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-q", "-m", title)
+            patch = _git(repo, "format-patch", "-1", "--zero-commit", "--binary", "--no-signature", "--stdout").encode("utf-8")
+            touched, lines, python = count_added(patch)
+            for rel in changed:
+                owner.setdefault(rel, benchmark)
+            body = _benchmark_body(benchmark, entry.name, names, touched, needs, result.dropped_tests)
+            prs.append(PullRequest(benchmark, "benchmark", title, needs, patch, body, touched, lines, python))
+            previous = files
+    assert full is not None
+    return prs, full
+
+
+def _formatted(files: dict[str, bytes], style: Style | None, cache: dict[tuple[str, bytes], bytes]) -> dict[str, bytes]:
+    """`files` with their Python formatted by the checkout's `style`, each distinct text formatted once (the k-th
+    cumulative export repeats most of the (k-1)-th)."""
+    if style is None:
+        return dict(files)
+    todo = {rel: data.decode("utf-8") for rel, data in files.items() if rel.endswith(".py") and (rel, data) not in cache}
+    if todo:
+        for rel, text in format_sources(todo, style).items():
+            cache[(rel, files[rel])] = text.encode("utf-8")
+    return {rel: cache.get((rel, data), data) if rel.endswith(".py") else data for rel, data in files.items()}
+
+
+def _imported_by(files: dict[str, bytes], benchmark: str) -> set[str]:
+    """The shared files the benchmark's own files name (by module path), one level: enough to say which earlier PR it needs."""
+    text = "\n".join(d.decode("utf-8", errors="replace") for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/") and r.endswith(".py"))
+    needed = set()
+    for rel in files:
+        if rel.startswith("lmms_eval/tasks/_task_utils/") and rel.endswith(".py"):
+            module = rel[: -len(".py")].removesuffix("/__init__").replace("/", ".")
+            if re.search(rf"\b{re.escape(module)}\b", text):
+                needed.add(rel)
+    return needed
+
+
+def _benchmark_body(benchmark: str, display: str, names: list[str], files: list[str], needs: list[str], dropped: list[str]) -> str:
+    tests = sorted({f.rsplit("/", 1)[0] for f in files if f.startswith(f"test/eval/{benchmark}/")})
+    shared = sorted(f for f in files if "/_task_utils/" in f)
+    kept = [d for d in dropped if d.startswith(f"test/eval/{benchmark}/")]
+    parts = [
+        f"## What\n\nAdds {display} as built-in tasks ({', '.join(f'`{n}`' for n in names)}): `lmms_eval/tasks/{benchmark}/` (YAMLs, thin "
+        f"`utils.py`, README, `lib/`)"
+        + (f" and the shared runtime modules it is the first to need under `lmms_eval/tasks/_task_utils/lmms_tasks/` ({len(shared)} file{'s' if len(shared) != 1 else ''})" if shared else "")
+        + ", and one line in `docs/advanced/current_tasks.md`.",
+        f"## Why\n\nEvery metric reproduces {display}'s official scorer on the same outputs; deviations are listed in the task README.",
+        "## What changes for existing tasks\n\nNothing: new task folders and new modules only.",
+        "## How it was tested\n\n"
+        + (f"`python -m pytest {' '.join(tests)}` (unit tests on the exported runtime alone, no network). " if tests else "")
+        + "In lmms-tasks, `tests/upstream/test_stack.py` applies the stack PR by PR to a copy of lmms-eval 0.7.3 and runs each PR's "
+        "tests after it; `tests/upstream/test_export_real.py` runs every task of the benchmark through the real CLI on the fully "
+        "applied copy and gets the same metrics as through `--include_path`."
+        + (f" Tests that need lmms-tasks' test support (stand-in server, fixture writers) stay there: {len(kept)} file(s)." if kept else ""),
+    ]
+    if needs:
+        parts.insert(1, "## Needs\n\n" + ", ".join(f"`{n}`" for n in needs))
+    return "\n\n".join(parts)
+
+
+def build(root: Path, tree: SourceTree, style: Style | None, include_tests: bool = True, patches: bool = True) -> Stack:
+    plan = series.plan(root) if patches else series.SeriesPlan(missing=[])
+    core = core_prs(plan)
+    for i, pr in enumerate(core):  # a core PR needs the ones before it that touch the same files
+        pr.needs = [earlier.name for earlier in core[:i] if set(earlier.files) & set(pr.files)]
+    benchmarks, full = benchmark_prs(root, tree, style, include_tests, core)
+    return Stack(core + benchmarks, plan.version, full)
+
+
+def sizes(stack: Stack) -> dict[str, int]:
+    """Python lines (`wc -l`): per benchmark folder (`lmms_eval/tasks/<benchmark>/**.py`), and `total`: every non-test
+    Python line the stack adds under lmms_eval/ (the core patches' added lines, the exported modules' lines)."""
+    files = stack.export.plan.files
+    out = {}
+    for pr in stack.prs:
+        if pr.kind == "benchmark":
+            out[pr.name] = sum(data.count(b"\n") for rel, data in files.items() if rel.startswith(f"lmms_eval/tasks/{pr.name}/") and rel.endswith(".py"))
+    exported = sum(data.count(b"\n") for rel, data in files.items() if rel.startswith("lmms_eval/") and rel.endswith(".py"))
+    out["total"] = exported + sum(pr.python_lines["core"] for pr in stack.prs if pr.kind == "core")
+    return out
+
+
+def description(pr: PullRequest) -> str:
+    needs = ", ".join(pr.needs) or "nothing"
+    return f"# {pr.title}\n\nNeeds: {needs}\n\n{pr.body}\n"
+
+
+def _counts(pr: PullRequest) -> str:
+    c, p = pr.lines, pr.python_lines
+    return f"+{c['core']}/{c['task']}/{c['tests']} lines (Python +{p['core']}/{p['task']}/{p['tests']})"
+
+
+def listing(stack: Stack) -> str:
+    """`--list`: the stack in order, each PR with its needs, line counts (core / task / tests) and files."""
+    out = []
+    for position, pr in enumerate(stack.prs, start=1):
+        out.append(f"{position:02d}. `{pr.stem(position)}` ({pr.kind}) {pr.title}")
+        out.append(f"    needs: {', '.join(pr.needs) or 'nothing'}; {len(pr.files)} file(s), {_counts(pr)} (core/task/tests)")
+        for rel in pr.files:
+            out.append(f"    - `{rel}`")
+    return "\n".join(out)
+
+
+_HEAD = re.compile(r"^(?P<n>\d+)\. `(?P<stem>[^`]+)` \((?P<kind>core|benchmark)\) (?P<title>.+)$")
+_NEEDS = re.compile(r"^    needs: (?P<needs>.+?); (?P<count>\d+) file\(s\), \+(?P<c>\d+)/(?P<t>\d+)/(?P<x>\d+) lines")
+_FILE = re.compile(r"^    - `(?P<path>[^`]+)`$")
+
+
+def parse_listing(text: str) -> list[dict]:
+    """The PRs of a `listing` (between LIST_START and LIST_END when they are there): stem, kind, title, needs, files, lines."""
+    if LIST_START in text:
+        text = text.split(LIST_START, 1)[1].split(LIST_END, 1)[0]
+    prs: list[dict] = []
+    for line in filter(str.strip, text.splitlines()):
+        if head := _HEAD.match(line):
+            prs.append({"stem": head["stem"], "kind": head["kind"], "title": head["title"], "needs": [], "files": [], "lines": {}})
+        elif (needs := _NEEDS.match(line)) and prs:
+            prs[-1]["needs"] = [] if needs["needs"] == "nothing" else needs["needs"].split(", ")
+            prs[-1]["lines"] = {"core": int(needs["c"]), "task": int(needs["t"]), "tests": int(needs["x"])}
+            prs[-1]["count"] = int(needs["count"])
+        elif (path := _FILE.match(line)) and prs:
+            prs[-1]["files"].append(path["path"])
+        else:
+            raise ValueError(f"not a line of the stack listing: {line!r}")
+    for pr in prs:
+        if pr.get("count") != len(pr["files"]):
+            raise ValueError(f"{pr['stem']}: {pr.get('count')} file(s) announced, {len(pr['files'])} listed")
+    return prs
+
+
+def readme(stack: Stack) -> str:
+    lines = [
+        "# lmms-tasks contribution stack",
+        "",
+        "Apply in order, one branch per pull request (each branch starts from the previous one):",
+        "",
+        "```bash",
+        "for p in lmms_tasks_stack/*.patch; do git checkout -q -b \"lmms-tasks/$(basename \"$p\" .patch)\" && git am -q \"$p\" || break; done",
+        "```",
+        "",
+        "Open each PR against the branch before it, with the `.md` beside its patch as the description.",
+        "",
+        listing(stack),
+        "",
+    ]
+    return "\n".join(lines)
