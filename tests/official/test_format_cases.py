@@ -14,7 +14,6 @@ import pytest
 
 from lmms_tasks.utils.commands.official import cli, humaneval_v, vlm2_bench
 from lmms_tasks.utils.commands.official.common import RunTask
-from lmms_tasks.utils.humaneval_v.execution import clear_memo as clear_executions
 from lmms_tasks.utils.services.judge import clear_memo
 from lmms_tasks.utils.testing.fixtures import haerae_vision as haerae_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
@@ -138,7 +137,6 @@ def hev_data(tmp_path: Path, hermetic_env: Path, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     clear_memo()
-    clear_executions()
     return tmp_path
 
 
@@ -201,7 +199,8 @@ def test_haerae_score_py_csv_with_a_literal_nan_score_counts_zero(tmp_path: Path
     path.parent.mkdir()
     frame.to_csv(path, index=False)
     assert pd.read_csv(path, dtype=str, keep_default_na=False)["score"].tolist()[1:] == ["nan"] * (len(frame) - 1)  # the literal cell
-    assert _score(["haerae", str(path), "--output-dir", str(tmp_path / "out")], capsys) == (0, [])
+    # 4 of 5 verdicts unparsed passes LMMS_TASKS_UNPARSED_MAX_SHARE: the numbers stay official, the status is 3
+    assert _score(["haerae", str(path), "--output-dir", str(tmp_path / "out")], capsys) == (3, [])
     results = json.loads((tmp_path / "out" / "m-original_1.haerae_vision_original.rescored.json").read_text(encoding="utf-8"))["results"]
     assert results["haerae_vision_score,none"] == pytest.approx(0.5 / len(frame))
     assert results["judge_unparsed,none"] == len(frame) - 1
