@@ -278,7 +278,6 @@ def test_pass_at_10_standard_error_is_that_of_the_per_task_pass_at_10(tmp_path: 
 
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    execution.clear_memo()
     add, samples = cases.TASKS["t_add"], []
     for doc_id, (qid, right) in enumerate((("a", 1), ("b", 5), ("c", 13))):
         replies = ["```python\ndef solution(a, b):\n    return a + b\n```"] * right + ["```python\ndef solution(a, b):\n    return a - b\n```"] * (20 - right)
