@@ -33,7 +33,8 @@ Item = Mapping[str, Any]
 
 def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     """The `custom_dataset` loader of one variant's task: the judge settings first (a malformed one stops the
-    run before any inference), then the checked, stamped documents."""
+    run before any inference), then the checked, stamped documents, then the judge's preflight (bad data is
+    named first: it needs no network)."""
     variant = task.removeprefix(TASK_PREFIX)
     if task_name(variant) != task:
         raise ValueError(f"not a HAERAE-Vision task: {task!r}")
@@ -41,10 +42,11 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     def build() -> datasets.Dataset:
         config = metrics.judge_config(task)
         max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
+        warn_about_model_args(task)
+        docs = data.load_docs(variant)
         if not inspecting():
             announce(config, task)
-        warn_about_model_args(task)
-        return data.load_docs(variant)
+        return docs
 
     return task_loader(task, build, source=data.SOURCE, source_split=data.SPLIT)
 

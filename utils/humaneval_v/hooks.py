@@ -98,10 +98,10 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         metadata = task_metadata(task)
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
-        if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting():
-            announce(coder_config(task), task, role="strong coder")
         warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
         dataset = load_documents()
+        if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting():  # after the data check
+            announce(coder_config(task), task, role="strong coder")
         fingerprint = data_fingerprint(zip(dataset["qid"], dataset["function_signature"], dataset["test_script"]))
         stamp = {"hev_task": task, "hev_setting": setting, "hev_data": fingerprint}
         if setting != "t2c":

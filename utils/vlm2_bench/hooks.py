@@ -79,11 +79,13 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     def build() -> list[dict[str, Any]]:
         warn_about_model_args(task)
         if subtask == "pc_vid" and not inspecting():
+            max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
+        docs = load_docs(subtask)
+        if subtask == "pc_vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
             from lmms_tasks.utils.services.judge import JudgeConfig, announce
 
-            max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
             announce(JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS), task)
-        return load_docs(subtask)
+        return docs
 
     return task_loader(task, build, source=SOURCE)
 
