@@ -726,7 +726,13 @@ def test_threads_past_the_task_limit_fail(limits: Limits) -> None:
     result = run(THREAD_BOMB.format(count=2 * limits.max_processes), limits)
     assert result.status == "failed" and result.exception == "RuntimeError" and "can't start new thread after " in result.message, result
     started = int(result.message.split()[-2])
-    assert 64 <= started <= limits.max_processes, result.message  # ordinary threaded code still runs
+    # ordinary threaded code still runs, and the limit stops the bomb well before its count. An unprivileged
+    # evaluator's fallback (no cgroup, no user namespace) shares RLIMIT_NPROC with the evaluator's other
+    # processes (the limit is their count at setup + max_processes), so processes of the same uid that exit
+    # meanwhile (a previous test's programs being reaped under load) leave room for a few more: there the bound
+    # is the bomb's count, which a missing or multiplied limit reaches (no RuntimeError at all).
+    shared_uid_limit = not limits.namespaces and os.getuid() != 0
+    assert 64 <= started <= (2 * limits.max_processes - 1 if shared_uid_limit else limits.max_processes), result.message
 
 
 @pytest.mark.parametrize("limits", MODES)
