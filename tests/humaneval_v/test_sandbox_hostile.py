@@ -608,6 +608,7 @@ def _expected_limit(kind: int, value: int) -> tuple[int, int]:
     return value, value
 
 
+@pytest.mark.include_path_only  # reads this repository's HumanEval-V README
 def test_documented_limits_are_the_defaults() -> None:
     """The values the README promises are `Limits`' defaults (the tests below read the limits from `Limits`)."""
     readme = (Path(sandbox.__file__).resolve().parents[2] / "lmms_tasks" / "humaneval_v" / "README.md").read_text(encoding="utf-8")
