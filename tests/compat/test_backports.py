@@ -84,8 +84,8 @@ def _entry(**fields: Any) -> Any:
 
 
 RESULTS = {
-    "t_a": {"acc,none": 0.5, "acc_stderr,none": 0.1, "pair_acc,none": 0.9, "pair_acc_stderr,none": 0.2, "samples": 10},
-    "t_b": {"acc,none": 0.7, "acc_stderr,none": 0.2, "pair_acc,none": 0.1, "pair_acc_stderr,none": 0.2, "samples": 30},
+    "t_a": {"acc,none": 0.5, "acc_stderr,none": 0.1, "acc_stderr_clt,none": 0.01, "pair_acc,none": 0.9, "pair_acc_stderr,none": 0.2, "samples": 10},
+    "t_b": {"acc,none": 0.7, "acc_stderr,none": 0.2, "acc_stderr_clt,none": 0.02, "pair_acc,none": 0.1, "pair_acc_stderr,none": 0.2, "samples": 30},
 }
 
 
@@ -104,7 +104,15 @@ def test_group_metric_with_subtask_names_and_its_own_stderr() -> None:
 
     only_b.stderr = lambda stderrs, sizes, weight_by_size, subtasks: math.sqrt(sum(s**2 for s in stderrs))  # type: ignore[attr-defined]
     out = groups.aggregate_entry(_entry(metric="acc", group_metric="acc_b", aggregation=only_b), RESULTS, ["t_a", "t_b"])
-    assert out == {"acc_b,none": 0.7, "acc_b_stderr,none": pytest.approx(math.sqrt(0.1**2 + 0.2**2))}
+    # the group's `.stderr` combines the subtasks' `_stderr_clt` into the group's `_stderr_clt`; the group's
+    # `_stderr` is lmms-eval's pooled one of the subtasks' `_stderr`
+    from lmms_eval.api.metrics import pooled_sample_stderr
+
+    assert out == {
+        "acc_b,none": 0.7,
+        "acc_b_stderr_clt,none": pytest.approx(math.sqrt(0.01**2 + 0.02**2)),
+        "acc_b_stderr,none": pytest.approx(pooled_sample_stderr([0.1, 0.2], [10, 30])),
+    }
     assert calls == [["t_a", "t_b"]]
 
 
@@ -113,9 +121,20 @@ def test_an_aggregation_stderr_gets_na_stderrs_and_decides() -> None:
         return dict(zip(subtasks, values))["t_b"]
 
     only_b.stderr = lambda stderrs, sizes, weight_by_size, subtasks: dict(zip(subtasks, stderrs))["t_b"]  # type: ignore[attr-defined]
-    results = {**RESULTS, "t_a": {**RESULTS["t_a"], "acc_stderr,none": "N/A"}}  # t_a is not in this group number
+    results = {**RESULTS, "t_a": {**RESULTS["t_a"], "acc_stderr,none": "N/A", "acc_stderr_clt,none": "N/A"}}  # t_a is not in this group number
     out = groups.aggregate_entry(_entry(metric="acc", group_metric="acc_b", aggregation=only_b), results, ["t_a", "t_b"])
-    assert out == {"acc_b,none": 0.7, "acc_b_stderr,none": 0.2}
+    assert out == {"acc_b,none": 0.7, "acc_b_stderr_clt,none": 0.02, "acc_b_stderr,none": "N/A"}
+
+
+def test_an_aggregation_stderr_declaring_values_gets_them() -> None:
+    def gap(values: list[float], sizes: list[int], weight_by_size: bool, subtasks: list[str]) -> float:
+        return values[1] - values[0]
+
+    seen: list[Any] = []
+    gap.stderr = lambda stderrs, sizes, weight_by_size, subtasks, values: seen.append((stderrs, values)) or 0.5  # type: ignore[attr-defined]
+    out = groups.aggregate_entry(_entry(metric="acc", group_metric="gap", aggregation=gap), RESULTS, ["t_a", "t_b"])
+    assert out["gap_stderr_clt,none"] == 0.5
+    assert seen == [([0.01, 0.02], [0.5, 0.7])]
 
 
 def test_a_callable_without_subtasks_is_called_as_before_and_na_stderr_propagates() -> None:
@@ -162,19 +181,21 @@ def test_media_columns_are_dropped_from_the_no_image_copy() -> None:
     assert copy["test"].column_names == ["q"]
 
 
-# -- stderr and exit status ---------------------------------------------------------------------------
+# -- no aggregation stderr, and exit status ---------------------------------------------------------------------------
 
 
-def test_an_aggregation_with_its_own_stderr_supplies_it() -> None:
-    from lmms_eval.api.metrics import mean, stderr_for_metric
+def test_an_aggregation_stderr_attribute_is_not_lmms_evals_route() -> None:
+    """No backport supplies a task aggregation's `stderr` any more (patch 0005 is gone): lmms-eval 0.7.3 gives
+    a task-defined aggregation no bootstrap stderr, whatever it carries."""
+    from lmms_eval.api.metrics import stderr_for_metric
+
+    compat.activate()
 
     def agg(items: list[float]) -> float:
         return sum(items) / len(items)
 
     agg.stderr = lambda items: 0.125  # type: ignore[attr-defined]
-    assert stderr_for_metric(agg, bootstrap_iters=1000) is agg.stderr  # type: ignore[attr-defined]
-    assert stderr_for_metric(agg, bootstrap_iters=0) is None  # stderrs switched off stay off
-    assert stderr_for_metric(mean, bootstrap_iters=1000) is not None  # lmms-eval's own are unchanged
+    assert stderr_for_metric(agg, bootstrap_iters=1000) is None
 
 
 def test_exit_summary_names_each_incomplete_task(monkeypatch: pytest.MonkeyPatch) -> None:

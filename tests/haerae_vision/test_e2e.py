@@ -69,8 +69,8 @@ from lmms_tasks.utils.haerae_vision import hooks
 tasks = ["haerae_vision_explicit", "haerae_vision_original"]
 items = {t: [json.loads(line)["haerae_vision_score"] for line in next(Path(sys.argv[1]).rglob(f"*_samples_{t}.jsonl")).read_text().splitlines()] for t in tasks}
 values = [hooks.agg_haerae_vision_score(items[t]) for t in tasks]
-stderrs = [hooks.agg_haerae_vision_score.stderr(items[t]) for t in tasks]
-print(json.dumps([hooks.group_underspec_gap(values, [5, 5], False, subtasks=tasks), hooks.group_underspec_gap.stderr(stderrs, [5, 5], False, subtasks=tasks)]))
+stderrs = ["N/A", "N/A"]  # the gap's paired error reads the item scores the values carry, not these
+print(json.dumps([hooks.group_underspec_gap(values, [5, 5], False, subtasks=tasks), hooks.group_underspec_gap.stderr(stderrs, [5, 5], False, subtasks=tasks, values=values)]))
 """
 
 
@@ -144,11 +144,11 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision_original", "judge_unparsed") == 2  # 103 two tags, 104 prose in the tag
     assert run.metric("haerae_vision_explicit", "judge_failures") == 1  # 105 transport failure
     assert run.metric("haerae_vision_explicit", "judge_unparsed") == 0
-    # standard errors on the 0-1 scale: SD(item scores, ddof=1) / sqrt(n judged), the aggregation's and lmms-eval's CLT
-    assert run.metric("haerae_vision_original", "haerae_vision_score_stderr") == pytest.approx(_se(original_scores))
+    # standard errors on the 0-1 scale: SD(item scores, ddof=1) / sqrt(n judged), lmms-eval's CLT (the one
+    # route: its bootstrap `_stderr` stays N/A for our aggregation)
     assert run.metric("haerae_vision_original", "haerae_vision_score_stderr_clt") == pytest.approx(_se(original_scores))
-    assert run.metric("haerae_vision_explicit", "haerae_vision_score_stderr") == pytest.approx(_se(explicit_scores))
     assert run.metric("haerae_vision_explicit", "haerae_vision_score_stderr_clt") == pytest.approx(_se(explicit_scores))
+    assert run.metric("haerae_vision_original", "haerae_vision_score_stderr") == "N/A"
     # per-category means and the judge's provenance: in the judgement summaries beside the results
     summaries = {t: json.loads(next((tmp_path / "out").rglob(f"judgements/{t}.summary.json")).read_text(encoding="utf-8")) for t in ("haerae_vision_original", "haerae_vision_explicit")}
     assert summaries["haerae_vision_original"]["category_scores"] == pytest.approx(
@@ -158,7 +158,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
         {"IT/컴퓨터": 0.5, "게임": (1.0 + 1.25) / 2, "자연물(동식물/곤충)": 0.75}  # IT: 104 only, 105 failed
     )
     assert "judge=stand-in-judge@127.0.0.1" in summaries["haerae_vision_explicit"]["judge_info"]
-    for metric in ("haerae_vision_score", "judge_failures", "judge_unparsed", "haerae_vision_score_stderr"):
+    for metric in ("haerae_vision_score", "judge_failures", "judge_unparsed", "haerae_vision_score_stderr_clt"):
         assert report["results"][f"{metric},none"] == pytest.approx(run.metric("haerae_vision_original", metric))
 
     # -- group: both scores, the gap over the items both variants had judged, the failures ----------------
@@ -167,8 +167,9 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision", "score_original") == pytest.approx(original_mean)
     assert run.metric("haerae_vision", "score_explicit") == pytest.approx(0.875)
     assert run.metric("haerae_vision", "underspec_gap") == pytest.approx(gap)
-    assert run.metric("haerae_vision", "underspec_gap_stderr") == pytest.approx(_se(pairs))  # paired
-    assert run.metric("haerae_vision", "score_original_stderr") == pytest.approx(_se(original_scores))
+    assert run.metric("haerae_vision", "underspec_gap_stderr_clt") == pytest.approx(_se(pairs))  # paired
+    assert run.metric("haerae_vision", "score_original_stderr_clt") == pytest.approx(_se(original_scores))
+    assert run.metric("haerae_vision", "underspec_gap_stderr") == "N/A"
     assert run.metric("haerae_vision", "judge_failures") == 1
     assert run.metric("haerae_vision", "judge_unparsed") == 2
     # the group aggregation alone, in a fresh process (no task aggregated or judged there): the same gap and

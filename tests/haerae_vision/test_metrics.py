@@ -78,6 +78,16 @@ def _judged(items: list[dict[str, Any]], args: Any = None) -> dict[str, list[dic
     return {name: [d[name] for d in documents] for name in metrics.METRICS}
 
 
+def _clt(items: list[dict[str, Any]]) -> float | str:
+    """lmms-eval 0.7.3's `haerae_vision_score_stderr_clt`: SD (ddof=1) / sqrt(n) over the items carrying the
+    task's score_key, which the batch step wrote (the one standard-error route)."""
+    scores = [i["haerae_vision_score"] for i in items if "haerae_vision_score" in i]
+    if len(scores) < 2:
+        return "N/A"
+    mean = sum(scores) / len(scores)
+    return math.sqrt(sum((v - mean) ** 2 for v in scores) / (len(scores) - 1)) / math.sqrt(len(scores))
+
+
 def _script(server: StandInServer, replies: dict[str, str]) -> None:
     for question, reply in replies.items():
         server.script(lambda r, q=question: r.model == JUDGE and f"[INPUT]\n{q}\n" in r.text, reply)
@@ -118,7 +128,8 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     # SD(0.5, 1, 0, 0) / sqrt(4), on the 0-1 scale
     mean = 0.375
     se = math.sqrt(sum((v - mean) ** 2 for v in (0.5, 1.0, 0.0, 0.0)) / 3) / 2
-    assert hooks.agg_haerae_vision_score.stderr(judged["haerae_vision_score"]) == pytest.approx(se)
+    assert _clt(judged["haerae_vision_score"]) == pytest.approx(se)
+    assert not hasattr(hooks.agg_haerae_vision_score, "stderr")  # one route: lmms-eval's CLT
     # per-category means and the judge's provenance are in the judgement summary
     summary = json.loads((tmp_path / "out" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
     assert summary["category_scores"] == pytest.approx({"게임": 0.75, "과학": 0.0})
@@ -148,7 +159,7 @@ def test_a_failed_judgement_is_left_out_and_counted(judge_env: StandInServer, tm
     items = judged["haerae_vision_score"]
     assert hooks.agg_haerae_vision_score(items) == pytest.approx((0.5 + 0.0) / 2)  # over the 2 judged items, not 3
     assert hooks.agg_judge_failures(judged["judge_failures"]) == 1 and hooks.agg_judge_unparsed(judged["judge_unparsed"]) == 0
-    assert hooks.agg_haerae_vision_score.stderr(items) == pytest.approx(math.sqrt(2 * 0.25**2) / math.sqrt(2))
+    assert _clt(items) == pytest.approx(math.sqrt(2 * 0.25**2) / math.sqrt(2))
     assert ["score" in i for i in items] == [True, False, True]  # the failed one: none
     # every request failed: no number at all rather than a 0
     judge.clear_memo()
@@ -206,8 +217,10 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
     diffs = [0.5, 0.25, 0.5, 0.5]
     mean = sum(diffs) / 4
     paired = math.sqrt(sum((d - mean) ** 2 for d in diffs) / 3) / 2
-    stderrs = [hooks.agg_haerae_vision_score.stderr(explicit_items), hooks.agg_haerae_vision_score.stderr(original_items)]
-    assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks) == pytest.approx(paired)
+    # the group's `.stderr` gets the tasks' `_stderr_clt` and, declaring `values`, their scores (the items)
+    stderrs = [_clt(explicit_items), _clt(original_items)]
+    assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks, values=values) == pytest.approx(paired)
+    assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks, values=[0.5, 0.7]) == "N/A"  # no items: none made up
     assert hooks.group_original_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[1]  # the original task's own
     assert hooks.group_explicit_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[0]
     # plain numbers (no item scores, e.g. another aggregation's leftovers): no gap, never a made-up one

@@ -25,8 +25,8 @@ def test_the_series_files_are_complete_and_git_am_ready() -> None:
     for version in series.VERSIONS:
         files = series.patch_files(version)
         assert [f.stem for f in files] == series.names(version)
-        # 0001-0004: strip, groups, exit status, custom_dataset, the loading retry policy; 0005-0008: stderr, batch scoring,
-        # k-samples, baselines; main also 0009 (its openai model stopped sending top_p and the other sampling keys that 0.7.3 sends)
+        # 0001-0004: strip, groups, exit status, custom_dataset, the loading retry policy; 0006-0008: batch scoring,
+        # k-samples, baselines (0005, an aggregation's own stderr, is gone: lmms-eval's CLT stderr is the one route); main also 0009 (its openai model stopped sending top_p and the other sampling keys that 0.7.3 sends)
         assert "0004-task-custom-dataset" in series.names(version) and "0004-task-load-retry-network-errors" in series.names(version)
         for patch in files:  # each is a pull request of its own in the stack: one commit, no "n/N" numbering
             head = patch.read_text(encoding="utf-8").splitlines()[:6]
@@ -39,7 +39,7 @@ def test_deleting_a_patch_file_takes_it_out_of_the_series(tmp_path: Path, monkey
     copy = tmp_path / "patch_series"
     shutil.copytree(series.SERIES_DIR, copy)
     monkeypatch.setattr(series, "SERIES_DIR", copy)
-    gone = "0005-metrics-aggregation-stderr"
+    gone = "0008-baselines-per-task-samples"
     for version in series.VERSIONS:
         (copy / version / f"{gone}.patch").unlink()
         assert gone not in series.names(version) and [f.stem for f in series.patch_files(version)] == series.names(version)

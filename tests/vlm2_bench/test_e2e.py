@@ -165,13 +165,14 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
     for group in ("vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"):
         assert "vlm2_gap_to_human,none" not in run.results["groups"][group]
 
-    # standard errors over the units, on the 0-100 scale: the aggregation's own (`_stderr`) and lmms-eval's
-    # CLT over the per-sample scores the batch step wrote (`_stderr_clt`); groups combine them as independent
+    # standard errors over the units, on the 0-100 scale: one route, lmms-eval's CLT over the per-sample
+    # scores the batch step wrote (`_stderr_clt`); its bootstrap `_stderr` stays N/A for our aggregations, so
+    # no second route can come back unnoticed; groups combine the subtasks' as independent
     ses = {task: _se(units) for task, units in UNITS.items()}
     for task, units in UNITS.items():
         assert _mean(units) == pytest.approx(EXPECTED[task]), task
-        assert run.metric(task, "vlm2_score_stderr") == pytest.approx(ses[task]), task
         assert run.metric(task, "vlm2_score_stderr_clt") == pytest.approx(ses[task]), task
+        assert run.metric(task, "vlm2_score_stderr") == "N/A", task
         scored = [s["vlm2_score"]["vlm2_score"] for s in run.samples[task] if "score" in s["vlm2_score"]]
         assert sorted(scored) == pytest.approx(sorted(units)), task
     # one scored question per pair, each its own cluster: the clustered form equals the CLT one
@@ -180,14 +181,17 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
     assert {q: (s["vlm2_score"]["pair_id"], s["unit_score"]) for q, s in gc_mat.items()} == {"gcm1": ("gcm1", 1.0), "gcm2": ("gcm2", 0.0), "gcm3": ("gcm3", 0.0)}
     assert [s["doc_id"] for s in gc_mat.values()] == [0, 2, 4]  # each pair's first question
     # GC-Mat exact mode: 0 of 3 pairs, no spread
-    assert run.metric("vlm2_bench_gc_mat", "vlm2_exact_score_stderr") == pytest.approx(0.0)
+    assert run.metric("vlm2_bench_gc_mat", "vlm2_exact_score_stderr_clt") == pytest.approx(0.0)
+    # every accuracy has its own units' CLT: GC-Mat's pairs (1 of 3 correct), the pair accuracy's own items
+    assert run.metric("vlm2_bench_gc_mat", "tf_pair_acc_stderr_clt") == pytest.approx(ses["vlm2_bench_gc_mat"])
+    assert run.metric("vlm2_bench_gc_mat", "tf_pair_acc_stderr") == "N/A"
     gc = math.sqrt(ses["vlm2_bench_gc_mat"] ** 2 + ses["vlm2_bench_gc_trk"] ** 2) / 2
-    assert run.metric("vlm2_bench_gc", "vlm2_score_stderr") == pytest.approx(gc)
+    assert run.metric("vlm2_bench_gc", "vlm2_score_stderr_clt") == pytest.approx(gc)
     all9 = math.sqrt(sum(se**2 for se in ses.values())) / 9
-    assert run.metric("vlm2_bench", "vlm2_score_stderr") == pytest.approx(all9)
-    assert run.metric("vlm2_bench", "vlm2_gap_to_human_stderr") == pytest.approx(all9)
+    assert run.metric("vlm2_bench", "vlm2_score_stderr_clt") == pytest.approx(all9)
+    assert run.metric("vlm2_bench", "vlm2_gap_to_human_stderr_clt") == pytest.approx(all9)
     img8 = [se for task, se in ses.items() if task != "vlm2_bench_pc_vid"]
-    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr") == pytest.approx(math.sqrt(sum(se**2 for se in img8)) / 8)
+    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr_clt") == pytest.approx(math.sqrt(sum(se**2 for se in img8)) / 8)
 
     # samples carry the task name and what aggregation needs
     sample = run.samples["vlm2_bench_oc_cnt"][0]["vlm2_score"]

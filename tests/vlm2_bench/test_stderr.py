@@ -1,7 +1,9 @@
 """Per-unit scores and standard errors, by hand: a T/F score's unit is the pair (its score goes to the
 pair's first question), counting's the valid answer, grouping's the question. The standard error is the
 sample standard deviation (ddof=1) of the per-unit scores over sqrt(n), on the 0-100 scale; the batch
-function writes each unit's score where lmms-eval's CLT stderr, clustered stderr and --baseline read it."""
+function writes each unit's score where lmms-eval's CLT stderr (`<metric>_stderr_clt`, the one standard-error
+route: every metric with a standard error gets its units' scores in its own items), clustered stderr and
+--baseline read it."""
 
 from __future__ import annotations
 
@@ -31,6 +33,15 @@ def _documents(items: list[dict]) -> list[dict]:
     return documents
 
 
+def _clt(items: list[dict], metric: str) -> float | str:
+    """lmms-eval 0.7.3's `<metric>_stderr_clt` after the batch step: SD (ddof=1) / sqrt(n) over the metric's
+    items that carry the task's score_key (`vlm2_score`); "N/A" for fewer than two."""
+    names = hooks.metric_names(items[0]["subtask"])
+    documents = hooks.score_batch([{name: json.loads(json.dumps(item)) for name in names} for item in items])
+    scores = [d[metric]["vlm2_score"] for d in documents if "vlm2_score" in d[metric]]
+    return _se(scores) if len(scores) > 1 else "N/A"
+
+
 def _scored(documents: list[dict]) -> dict[int, dict]:
     """doc_index -> the vlm2_score item of each document the batch function gave a score."""
     return {d["vlm2_score"]["doc_index"]: d["vlm2_score"] for d in documents if "score" in d["vlm2_score"]}
@@ -50,13 +61,13 @@ GC = [
 def test_gc_pairs_are_the_units_and_the_first_question_carries_the_score() -> None:
     pairs = [100.0, 0.0, 0.0, 100.0]  # a, b, c, d
     assert hooks.agg_vlm2_score(GC) == pytest.approx(50.0)
-    assert hooks.agg_vlm2_score.stderr(GC) == pytest.approx(_se(pairs))  # over 4 pairs, not 7 questions
-    assert hooks.agg_tf_pair_acc.stderr(GC) == pytest.approx(_se(pairs))
-    assert hooks.agg_tf_pos_acc.stderr(GC) == pytest.approx(_se([100.0, 100.0, 100.0, 100.0]))  # 0
-    assert hooks.agg_tf_neg_acc.stderr(GC) == pytest.approx(_se([100.0, 0.0, 0.0, 100.0]))
+    assert _clt(GC, "vlm2_score") == pytest.approx(_se(pairs))  # over 4 pairs, not 7 questions
+    assert _clt(GC, "tf_pair_acc") == pytest.approx(_se(pairs))
+    assert _clt(GC, "tf_pos_acc") == pytest.approx(_se([100.0, 100.0, 100.0, 100.0]))  # 0
+    assert _clt(GC, "tf_neg_acc") == pytest.approx(_se([100.0, 0.0, 0.0, 100.0]))
     exact_pairs = [0.0, 0.0, 0.0, 100.0]  # "The answer is false." is not exactly "F"
-    assert hooks.agg_vlm2_exact_score.stderr(GC) == pytest.approx(_se(exact_pairs))
-    assert hooks.agg_gc_exact_pair_acc.stderr(GC) == pytest.approx(_se(exact_pairs))
+    assert _clt(GC, "vlm2_exact_score") == pytest.approx(_se(exact_pairs))
+    assert _clt(GC, "gc_exact_pair_acc") == pytest.approx(_se(exact_pairs))
 
     documents = hooks.score_batch(_documents(GC))
     scored = _scored(documents)
@@ -70,9 +81,12 @@ def test_gc_pairs_are_the_units_and_the_first_question_carries_the_score() -> No
     # the sample-level field lmms-eval's --baseline loader reads; other metrics' items stay unscored
     assert sorted((d["vlm2_score"]["doc_index"], d["unit_score"]) for d in documents if "unit_score" in d) == [(0, 1.0), (2, 0.0), (4, 0.0), (5, 1.0)]
     assert not any("score" in d["tf_pair_acc"] or "score" in d["vlm2_exact_score"] for d in documents)
+    # ...but every metric with a standard error carries its own units' scores under the score_key
+    assert sorted((d["tf_pair_acc"]["doc_index"], d["tf_pair_acc"]["vlm2_score"]) for d in documents if "vlm2_score" in d["tf_pair_acc"]) == [(0, 100.0), (2, 0.0), (4, 0.0), (5, 100.0)]
+    assert sorted(d["vlm2_exact_score"]["vlm2_score"] for d in documents if "vlm2_score" in d["vlm2_exact_score"]) == [0.0, 0.0, 0.0, 100.0]
     # what lmms-eval's CLT reads (item[score_key] of the items that have it) gives the same standard error
     clt = [d["vlm2_score"]["vlm2_score"] for d in documents if "vlm2_score" in d["vlm2_score"]]
-    assert _se(clt) == pytest.approx(hooks.agg_vlm2_score.stderr(GC))
+    assert _se(clt) == pytest.approx(_clt(GC, "vlm2_score"))
     # the aggregations ignore the added fields: same score after batch scoring
     assert hooks.agg_vlm2_score([d["vlm2_score"] for d in documents]) == pytest.approx(50.0)
 
@@ -89,7 +103,7 @@ def test_cpr_pairs_leave_out_incomplete_and_overwritten_questions() -> None:
         _item("pc_cpr", 7, "4_p", "T", "T"),  # pair 4: wrong
     ]
     assert hooks.agg_vlm2_score(items) == pytest.approx(200 / 3)
-    assert hooks.agg_vlm2_score.stderr(items) == pytest.approx(_se([100.0, 100.0, 0.0]))
+    assert _clt(items, "vlm2_score") == pytest.approx(_se([100.0, 100.0, 0.0]))
     scored = _scored(hooks.score_batch(_documents(items)))
     assert {i: (s["vlm2_score"], s["pair_id"]) for i, s in scored.items()} == {0: (100.0, "1"), 3: (100.0, "2"), 6: (0.0, "4")}
 
@@ -105,19 +119,20 @@ def test_counting_units_are_the_valid_answers() -> None:
     ten = 100 * (1 - (1 / 3) ** 0.1)
     valid = [100.0, ten, 0.0]
     assert hooks.agg_vlm2_score(items) == pytest.approx(sum(valid) / 3)
-    assert hooks.agg_vlm2_score.stderr(items) == pytest.approx(_se(valid))
-    assert hooks.agg_cnt_strict_score.stderr(items) == pytest.approx(_se([100.0, ten, 0.0, 0.0, 0.0]))
-    assert hooks.agg_cnt_acc.stderr(items) == pytest.approx(_se([100.0, 0.0, 0.0, 0.0, 0.0]))
+    assert _clt(items, "vlm2_score") == pytest.approx(_se(valid))
+    assert _clt(items, "cnt_norm_score") == pytest.approx(_se(valid))
+    assert _clt(items, "cnt_strict_score") == pytest.approx(_se([100.0, ten, 0.0, 0.0, 0.0]))
+    assert _clt(items, "cnt_acc") == pytest.approx(_se([100.0, 0.0, 0.0, 0.0, 0.0]))
     scored = _scored(hooks.score_batch(_documents(items)))
     assert {i: s["vlm2_score"] for i, s in scored.items()} == pytest.approx({0: 100.0, 1: ten, 4: 0.0})
 
 
 def test_grouping_units_are_the_questions_and_one_unit_has_no_stderr() -> None:
     items = [_item("oc_grp", 0, "a", "(A) 1 and 2", "(A)"), _item("oc_grp", 1, "b", "(B) None", "(A) or (B)"), _item("oc_grp", 2, "c", "(B) None", "B")]
-    assert hooks.agg_grp_acc.stderr(items) == pytest.approx(_se([100.0, 0.0, 100.0]))
-    assert hooks.agg_vlm2_score.stderr(items) == pytest.approx(_se([100.0, 0.0, 100.0]))
+    assert _clt(items, "grp_acc") == pytest.approx(_se([100.0, 0.0, 100.0]))
+    assert _clt(items, "vlm2_score") == pytest.approx(_se([100.0, 0.0, 100.0]))
     assert sorted(_scored(hooks.score_batch(_documents(items)))) == [0, 1, 2]
-    assert hooks.agg_vlm2_score.stderr(items[:1]) == "N/A"
+    assert _clt(items[:1], "vlm2_score") == "N/A"
 
 
 def test_k_samples_responses_are_scored_as_fractions_per_unit() -> None:

@@ -41,6 +41,15 @@ def judge_env(hermetic_env: Path, stand_in, monkeypatch: pytest.MonkeyPatch):
     clear_memo()
 
 
+def _clt(batch: list[dict], metric: str, score_key: str = "vlm2_score") -> float | str:
+    """lmms-eval 0.7.3's `<metric>_stderr_clt` over the batch step's items of `metric`."""
+    scores = [r[metric][score_key] for r in batch if score_key in r[metric]]
+    if len(scores) < 2:
+        return "N/A"
+    mean = sum(scores) / len(scores)
+    return math.sqrt(sum((v - mean) ** 2 for v in scores) / (len(scores) - 1)) / math.sqrt(len(scores))
+
+
 def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     server = judge_env
     server.script("desc-ab-good", "Score: 1")
@@ -59,7 +68,8 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     ]
     args = SimpleNamespace(output_path=str(tmp_path / "out"))
     # the batch step judges once; every metric's item carries the verdict
-    batch = hooks.score_batch([{"vlm2_score": item, "vid_n_ab": item} for item in items], args)
+    names = ("vlm2_score", "vid_ab_pct", "vid_aba_pct", "vid_n_ab")
+    batch = hooks.score_batch([{name: item for name in names} for item in items], args)
     judged_items = [r["vid_n_ab"] for r in batch]
     # AB: mean(1, 0) = 50%; ABA: mean(2, 1) / 2 = 75%; score (50 + 75) / 2
     assert hooks.agg_vlm2_score(judged_items[::-1]) == pytest.approx(62.5)
@@ -77,14 +87,22 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     # standard errors, by hand. AB percentages [100, 0], ABA [100, 50] (judge 2 -> 100, 1 -> 50)
     se_ab = math.sqrt(((100 - 50) ** 2 + (0 - 50) ** 2) / 1) / math.sqrt(2)  # 50
     se_aba = math.sqrt(((100 - 75) ** 2 + (50 - 75) ** 2) / 1) / math.sqrt(2)  # 25
-    assert hooks.agg_vid_ab_pct.stderr(judged_items) == pytest.approx(se_ab)
-    assert hooks.agg_vid_aba_pct.stderr(judged_items) == pytest.approx(se_aba)
-    assert hooks.agg_vlm2_score.stderr(judged_items) == pytest.approx(math.sqrt(se_ab**2 + se_aba**2) / 2)
-    # per-video units, weighted n / (2 n_type) = 4 / 4 = 1 here: their plain mean is the score
+    # lmms-eval's `<metric>_stderr_clt`: SD (ddof=1) / sqrt(n) over the metric's items carrying the task's
+    # score_key (vlm2_score), which the batch step wrote into each metric's own items
+    assert _clt(batch, "vid_ab_pct") == pytest.approx(se_ab)
+    assert _clt(batch, "vid_aba_pct") == pytest.approx(se_aba)
+    assert _clt(batch, "vlm2_score") == pytest.approx(math.sqrt(se_ab**2 + se_aba**2) / 2)
+    assert _clt(batch, "vid_n_ab") == "N/A"  # a count: no unit scores
+    # per-video units: their plain mean is the score, their CLT the two independent types' combined error
     units = {r["vlm2_score"]["doc_index"]: r["vlm2_score"] for r in batch if "score" in r["vlm2_score"]}
-    assert {i: u["vlm2_score"] for i, u in units.items()} == {0: 100.0, 1: 0.0, 3: 100.0, 4: 50.0}
+    scale = math.sqrt(4 * 3 / (4 * 2 * 1))  # sqrt(n (n - 1) / (4 n_type (n_type - 1)))
+    expected = {0: 62.5 + scale * 50, 1: 62.5 - scale * 50, 3: 62.5 + scale * 25, 4: 62.5 - scale * 25}
+    assert {i: u["vlm2_score"] for i, u in units.items()} == pytest.approx(expected)
+    assert sum(expected.values()) / 4 == pytest.approx(62.5)
     assert {i: u["pair_id"] for i, u in units.items()} == {0: "v_AB_1", 1: "v_AB_2", 3: "v_ABA_1", 4: "v_ABA_2"}
-    assert [r.get("unit_score") for r in batch] == [1.0, 0.0, None, 1.0, 0.5, None]
+    assert [r.get("unit_score") for r in batch] == pytest.approx([expected[0] / 100, expected[1] / 100, None, expected[3] / 100, expected[4] / 100, None])
+    ab = {r["vid_ab_pct"]["doc_index"]: r["vid_ab_pct"]["vlm2_score"] for r in batch if "vlm2_score" in r["vid_ab_pct"]}
+    assert ab == {0: 100.0, 1: 0.0}  # the type's own percentages
     assert all("score" not in r["vid_n_ab"] for r in batch)  # only the headline item carries it
 
     judged = [r for r in server.requests if r.status == 200]
@@ -116,7 +134,7 @@ def test_vid_units_are_weighted_so_their_mean_is_the_score_and_a_lone_type_pools
     # one ABA video: its type's variance cannot be estimated, the types are pooled (CLT over the units)
     mean = sum(units) / 4
     clt = math.sqrt(sum((u - mean) ** 2 for u in units) / 3) / 2
-    assert hooks.agg_vlm2_score.stderr([r["vlm2_score"] for r in batch]) == pytest.approx(clt)
+    assert _clt(batch, "vlm2_score") == pytest.approx(clt)
     # k-samples responses: each video's own type percentage as a 0-1 fraction
     again = hooks.score_batch([{"vlm2_score": item} for item in items], args, repeat=1)
     assert [r["vlm2_score"]["score"] for r in again] == [1.0, 0.0, 1.0, 0.5]

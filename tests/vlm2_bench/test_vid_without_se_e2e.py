@@ -1,6 +1,6 @@
 """End-to-end (real CLI, `--tasks vlm2_bench`): PC-VID with no standard error and a question type with no
 judged video. The judge scores the AB video and answers the ABA one without a score: PC-VID has one judged
-video (no variance estimate: its `vlm2_score_stderr` is N/A), yet `vlm2_img8_score_stderr`, a mean over the
+video (no variance estimate: its `vlm2_score_stderr_clt` is N/A), yet `vlm2_img8_score_stderr_clt`, a mean over the
 eight image subtasks that leaves PC-VID out, is computed from those eight; the ABA type, with none judged,
 is named with its counts instead of reading as a plain 0."""
 
@@ -34,14 +34,14 @@ def run(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 def test_pc_vid_has_no_standard_error(run) -> None:  # noqa: ANN001
     assert run.metric("vlm2_bench_pc_vid", "vid_n_ab") == 1 and run.metric("vlm2_bench_pc_vid", "vid_n_aba") == 0
     assert run.metric("vlm2_bench_pc_vid", "vid_judge_unparsed") == 1
-    assert run.metric("vlm2_bench_pc_vid", "vlm2_score_stderr") == "N/A"
-    assert run.metric("vlm2_bench", "vlm2_score_stderr") == "N/A"  # the 9-subtask mean includes PC-VID
+    assert run.metric("vlm2_bench_pc_vid", "vlm2_score_stderr_clt") == "N/A"
+    assert run.metric("vlm2_bench", "vlm2_score_stderr_clt") == "N/A"  # the 9-subtask mean includes PC-VID
 
 
 def test_img8_standard_error_is_computed_from_the_eight_image_subtasks(run) -> None:  # noqa: ANN001
-    ses = [run.metric(task, "vlm2_score_stderr") for task in IMAGE_TASKS]
+    ses = [run.metric(task, "vlm2_score_stderr_clt") for task in IMAGE_TASKS]
     assert all(isinstance(se, float) for se in ses), ses
-    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr") == pytest.approx(math.sqrt(sum(se**2 for se in ses)) / 8)
+    assert run.metric("vlm2_bench", "vlm2_img8_score_stderr_clt") == pytest.approx(math.sqrt(sum(se**2 for se in ses)) / 8)
 
 
 def test_a_type_with_no_judged_video_is_named_with_its_counts(run) -> None:  # noqa: ANN001

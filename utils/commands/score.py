@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services import judge, stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
@@ -131,9 +131,9 @@ def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | No
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
 
-def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[..., Any] | None]:
-    """The task's `metric_list` and its `process_results_batch` (None if it has none), loaded by lmms-eval's
-    own YAML loader so the `!function` tags resolve."""
+def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[..., Any] | None, str]:
+    """The task's `metric_list`, its `process_results_batch` (None if it has none) and its `score_key`
+    (lmms-eval's default "score"), loaded by lmms-eval's own YAML loader so the `!function` tags resolve."""
     from lmms_eval.utils import load_yaml_config
 
     try:
@@ -145,7 +145,14 @@ def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[.
     if not isinstance(metric_list, list) or not metric_list:
         raise RescoreError(f"{yaml_path}: task {task!r} has no metric_list to re-score")
     batch = config.get("process_results_batch")
-    return metric_list, batch if callable(batch) else None
+    return metric_list, batch if callable(batch) else None, str(config.get("score_key") or "score")
+
+
+def clt_stderr_of(values: list[Any], score_key: str) -> float | str:
+    """`<metric>_stderr_clt` as lmms-eval computes it for a run: SD (ddof=1) / sqrt(n) over the metric's
+    items that carry `score_key` (plain numbers count as they are); "N/A" for fewer than two."""
+    scores = [v if isinstance(v, (int, float)) else v[score_key] for v in values if isinstance(v, (int, float)) or (isinstance(v, dict) and score_key in v)]
+    return stats.clt_stderr(scores)
 
 
 def batch_scored(samples: list[dict[str, Any]], metrics: list[str], batch: Callable[..., Any], args: Namespace) -> list[dict[str, Any]]:
@@ -359,7 +366,7 @@ def aggregate(
     lmms-eval's samples file holds them (`{metric: process_results value}` per document); errors per metric.
     The same for a saved samples file and for official prediction files (`score --from-official`)."""
     root = root or tasks_path()
-    metric_list, batch = load_scoring(task, root)
+    metric_list, batch, score_key = load_scoring(task, root)
     filter_name = filter_name or task_filter(task, root)
     faults_before = len(run_status.faults(task))
     args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
@@ -381,10 +388,7 @@ def aggregate(
             declares_args = "args" in inspect.signature(aggregation).parameters
             value = aggregation(values, args=args) if declares_args else aggregation(values)
             results[f"{metric},{filter_name}"] = value.item() if hasattr(value, "item") else value  # numpy scalars -> JSON
-            stderr = getattr(aggregation, "stderr", None)  # the aggregation's own standard error, as in the run
-            if callable(stderr):
-                se = stderr(values, args=args) if "args" in inspect.signature(stderr).parameters else stderr(values)
-                results[f"{metric}_stderr,{filter_name}"] = se.item() if hasattr(se, "item") else se
+            results[f"{metric}_stderr_clt,{filter_name}"] = clt_stderr_of(values, score_key)  # as in the run
         except judge.JudgeUnavailable:
             raise  # the judge failed its preflight: nothing of this file can be judged
         except Exception as exc:  # noqa: BLE001 - one broken metric must not lose the others

@@ -12,10 +12,9 @@ benchmark library imports this package, and `export-upstream` never exports it.
 |---|---|
 | `task_config` | `TaskConfig.strip_responses`, `custom_dataset` and `process_results_batch` accepted (0001, 0004, 0006) |
 | `responses` | `strip_responses: false` keeps responses unstripped (0001-task-strip-responses) |
-| `groups` | group aggregation with `match: exact`, `group_metric`, `subtasks=` and `.stderr` (0002) |
+| `groups` | group aggregation with `match: exact`, `group_metric`, `subtasks=` and `.stderr` into `<name>_stderr_clt` (0002) |
 | `exit_status` | a non-zero exit status for incomplete scoring and caught evaluation errors (0003) |
 | `datasets` | `custom_dataset` loaders, retried for network errors only, `process_docs` not retried (0004) |
-| `stderr` | an aggregation's own `.stderr` fills `<metric>_stderr` (0005) |
 | `batch_scoring` | `process_results_batch` scores every document on rank 0 before aggregation; samples updated (0006) |
 | `k_samples` | `--repeats K` scores each of the K responses, so the stability metrics appear (0007) |
 | `baselines` | a local `--baseline` path gives each task its own samples file (0008); the printed table shows the paired comparison only on the compared metric's row (not yet in 0008) |
@@ -29,10 +28,10 @@ from __future__ import annotations
 import threading
 from types import ModuleType
 
-from lmms_tasks.utils.compat import baselines, batch_scoring, datasets, exit_status, groups, k_samples, responses, stderr, task_config
+from lmms_tasks.utils.compat import baselines, batch_scoring, datasets, exit_status, groups, k_samples, responses, task_config
 from lmms_tasks.utils.services.logging import logger
 
-SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, stderr, batch_scoring, k_samples, baselines, exit_status)
+SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, batch_scoring, k_samples, baselines, exit_status)
 
 _lock = threading.Lock()
 _done = False

@@ -8,9 +8,11 @@ subtasks' metric names by substring and hands a callable aggregation only the va
 - `group_metric: NAME` (the group reports the aggregate under NAME, which no subtask needs to have; it
   implies exact matching);
 - a callable aggregation declaring a `subtasks` parameter receives the subtask name of each value;
-- a callable aggregation with a callable `stderr` attribute gives the group's `_stderr` (called like the
-  aggregation, with the subtasks' standard errors instead of their values, "N/A" ones included: it decides
-  which it needs, e.g. a mean over some of the subtasks).
+- a callable aggregation with a callable `stderr` attribute gives the group's `<name>_stderr_clt` (called
+  like the aggregation, with the subtasks' `<metric>_stderr_clt` instead of their values, "N/A" ones
+  included: it decides which it needs, e.g. a mean over some of the subtasks; one declaring a `values`
+  parameter also receives the subtasks' values, e.g. for a paired standard error from what they carry).
+  The group's `<name>_stderr` is lmms-eval's own, pooled from the subtasks' `_stderr`.
 
 The shim extends `AggMetricConfig` with the two fields and wraps `consolidate_group_results`: the entries
 0.7.3 would treat differently (new fields, or a callable that takes `subtasks` or has a `stderr`) are set
@@ -85,16 +87,21 @@ def _groups(task_dict: dict) -> Iterator[tuple[str, Any, dict]]:
             yield from _groups(value)
 
 
-def _call(fn: Callable[..., Any], values: list[Any], sizes: list[int], weight_by_size: bool, subtasks: list[str]) -> Any:
-    if _accepts_subtasks(fn):
-        return fn(values, sizes, weight_by_size, subtasks=subtasks)
-    return fn(values, sizes, weight_by_size)
+def _call(fn: Callable[..., Any], numbers: list[Any], sizes: list[int], weight_by_size: bool, subtasks: list[str], **extra: Any) -> Any:
+    """`fn(numbers, sizes, weight_by_size)`, with `subtasks=` and each of `extra` (`values=`) it declares."""
+    kwargs = {"subtasks": subtasks, **extra}
+    try:
+        declared = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        declared = {}
+    return fn(numbers, sizes, weight_by_size, **{k: v for k, v in kwargs.items() if k in declared})
 
 
 def aggregate_entry(entry: Any, results: dict, leaves: list[str]) -> dict[str, Any]:
     """The group's keys for one entry, as the patched `consolidate_group_results` computes them: for every
-    subtask metric key the entry matches, `<name>,<filter>` and `<name>_stderr,<filter>` (`name` is the
-    entry's `group_metric`, else the subtask metric's own name)."""
+    subtask metric key the entry matches, `<name>,<filter>`, `<name>_stderr,<filter>` and, for an
+    aggregation with a `stderr`, `<name>_stderr_clt,<filter>` (`name` is the entry's `group_metric`, else
+    the subtask metric's own name)."""
     from lmms_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr
 
     out: dict[str, Any] = {}
@@ -116,9 +123,10 @@ def aggregate_entry(entry: Any, results: dict, leaves: list[str]) -> dict[str, A
                 out[name] = _call(aggregation, values, sizes, entry.weight_by_size, subtasks)
             stderr_fn = getattr(aggregation, "stderr", None) if aggregation != "mean" else None
             if callable(stderr_fn):
-                aligned = [results[task].get(stderr_key, "N/A") for task in subtasks]
-                out[name_stderr] = _call(stderr_fn, aligned, sizes, entry.weight_by_size, subtasks)
-            elif "N/A" in stderrs:
+                clt_key = "_stderr_clt,".join(key.split(","))
+                aligned = [results[task].get(clt_key, "N/A") for task in subtasks]
+                out["_stderr_clt,".join(name.split(","))] = _call(stderr_fn, aligned, sizes, entry.weight_by_size, subtasks, values=values)
+            if "N/A" in stderrs:
                 out[name_stderr] = "N/A"
             else:
                 out[name_stderr] = pooled_sample_stderr(stderrs, sizes)

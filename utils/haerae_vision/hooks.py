@@ -93,15 +93,6 @@ def agg_judge_unparsed(items: list[Item]) -> int:
     return metrics.ScoredTask.from_items(items).unparsed
 
 
-def _score_stderr(items: list[Item]) -> float | str:
-    """SD(judged item scores, ddof=1) / sqrt(n_judged); it keeps the items too (the group's paired stderr)."""
-    scored = metrics.ScoredTask.from_items(items)
-    stderr = scored.stderr()
-    return stderr if stderr == NA else metrics.ItemScores(float(stderr), scored.item_scores())
-
-
-agg_haerae_vision_score.stderr = _score_stderr  # type: ignore[attr-defined]
-
 SCORE = "haerae_vision_score"
 
 
@@ -187,12 +178,14 @@ def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = Non
         return None
 
 
-def _underspec_gap_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str:
+def _underspec_gap_stderr(
+    stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = (), values: Sequence[Any] = ()
+) -> float | str:
     """The gap's paired standard error: SD(per-item differences, ddof=1) / sqrt(n_pairs) (not the two
     tasks' standard errors combined: the same items are asked both ways), from the item scores the tasks'
-    standard errors carry."""
+    scores carry (`values`, handed to a group `.stderr` that declares them)."""
     try:
-        return metrics.paired_gap_stderr(_item_scores(stderrs, subtasks))
+        return metrics.paired_gap_stderr(_item_scores(values, subtasks))
     except ValueError:
         return NA
 

@@ -10,7 +10,7 @@ model's bytes, as the official `post_process` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import datasets
@@ -33,7 +33,7 @@ from lmms_tasks.utils.services.data import DataError, DataSource, check_split, l
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
-from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
+from lmms_tasks.utils.services.stats import UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.taskconfig import task_metadata
 
@@ -274,7 +274,8 @@ def agg_parse_success_rate_unrounded(items: list[dict[str, Any]]) -> float:
 
 
 def _description_shares(items: list[dict[str, Any]]) -> list[float]:
-    """Per document (a task, for V2T): the share (x100) of its samples with a non-empty description."""
+    """Per document (a task, for V2T): the share (x100) of its samples with a non-empty description (every
+    task has the same number of samples, so their mean is the overall share)."""
     return [100 * sum(bool(d.strip()) for d in i["descriptions"]) / max(1, len(i["descriptions"])) for i in items]
 
 
@@ -282,20 +283,6 @@ def agg_description_rate(items: list[dict[str, Any]]) -> float:
     """Share (x100) of V2T samples that produced a non-empty description (a health check, not a score)."""
     descriptions = [d for i in items for d in i["descriptions"]]
     return round(100 * sum(bool(d.strip()) for d in descriptions) / max(1, len(descriptions)), 1)
-
-
-def _pass_stderr(k: int) -> Any:
-    def stderr(items: list[dict[str, Any]]) -> float | str:
-        return metrics.pass_at_stderr(metrics.scored_from(items), k)
-
-    return stderr
-
-
-agg_pass_at_1.stderr = agg_pass_at_1_unrounded.stderr = _pass_stderr(1)  # type: ignore[attr-defined]
-agg_pass_at_3.stderr = agg_pass_at_3_unrounded.stderr = _pass_stderr(3)  # type: ignore[attr-defined]
-agg_pass_at_10.stderr = agg_pass_at_10_unrounded.stderr = _pass_stderr(10)  # type: ignore[attr-defined]  (v1)
-# every task has the same number of samples, so the mean of the per-task shares is the overall share
-agg_description_rate.stderr = lambda items: clt_stderr(_description_shares(list(items)))  # type: ignore[attr-defined]
 
 
 # -- the batch step: every program executed once per task ------------------------------------------------
@@ -307,10 +294,12 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     of each document gets its programs' verdicts (`passed`, `gated`; V2T with the strong coder: the coder's
     code for each description, `coder_passed`, `coder_gated`), from which the aggregations compute.
 
-    Each task's (qid's) score also goes into the headline item of the document that stands for it (its
+    Each task's (qid's) score also goes into the `pass@k` and `pass@k_unrounded` items (V2T with the strong
+    coder: the `strong_coder_pass_at_k` ones, the coder's pass@k) of the document that stands for it (its
     `sample_index` 0 document: V2T2C step 2 has one document per description): the unbiased pass@k x100
-    under `pass@k` (what lmms-eval's CLT stderr reads), `score` (0-1), `base_qid` ("q1-2" -> "q1", the
-    cluster) and the sample's `unit_score` (0-1, what --baseline reads). V2T (`description_rate`): the
+    under `pass@k`, the task's `score_key` (what lmms-eval's `<metric>_stderr_clt` reads), and `base_qid`
+    ("q1-2" -> "q1", the cluster); the headline item also `score` (0-1), and the sample's `unit_score`
+    (0-1, what --baseline reads). V2T (`description_rate`): the
     share of the document's non-empty descriptions (per response: whether the j-th one is). No score when
     pass@k is omitted (a task with fewer than k samples).
 
@@ -329,6 +318,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
             coder = _strong_coder_scored(items, args)
             if coder is not None:
                 _annotate(results, lambda position: metrics.verdict_fields(coder, position, prefix=CODER))
+                _write_unit_scores(results, key, items, metrics.task_pass_at_k(coder, k_of(task)), coder_metrics(task))
         for result, item, share in zip(results, items, _description_shares(items)):
             if repeat is None:
                 result[key] = unit_item(result[key], key, share, base_qid=metrics.base_qid(item["qid"]))
@@ -344,17 +334,42 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
         per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), records=False), 1)
     if per_task is None:
         return results
+    if repeat is not None:
+        for qid, position in _stands_for(items).items():
+            results[position][key] = fraction_item(items[position], key, per_task[qid] / 100.0, base_qid=metrics.base_qid(qid))
+        return results
+    _write_unit_scores(results, key, items, per_task, (f"{key}_unrounded",))
+    for qid, position in _stands_for(items).items():
+        score = per_task[qid]
+        results[position][key] = unit_item(results[position][key], key, score, base_qid=metrics.base_qid(qid))
+        results[position][UNIT_SCORE] = score / 100.0
+    return results
+
+
+def _stands_for(items: list[dict[str, Any]]) -> dict[str, int]:
+    """Per task (qid): the position of the document that stands for it (its lowest `sample_index`)."""
     stands_for: dict[str, int] = {}
     for position, item in sorted(enumerate(items), key=lambda pair: int(pair[1].get("sample_index", 0))):
         stands_for.setdefault(str(item["qid"]), position)
-    for qid, position in stands_for.items():
-        score = per_task[qid]
-        if repeat is None:
-            results[position][key] = unit_item(results[position][key], key, score, base_qid=metrics.base_qid(qid))
-            results[position][UNIT_SCORE] = score / 100.0
-        else:
-            results[position][key] = fraction_item(items[position], key, score / 100.0, base_qid=metrics.base_qid(qid))
-    return results
+    return stands_for
+
+
+def _write_unit_scores(results: list[dict[str, Any]], key: str, items: list[dict[str, Any]], per_task: dict[str, float] | None, names: Sequence[str]) -> None:
+    """Each task's pass@k x100 into the `names` metrics' items of the document that stands for it, under the
+    task's `score_key` (`key`): what lmms-eval's `<metric>_stderr_clt` reads (the unit's score on the
+    metric's scale), with `base_qid` (the cluster). Nothing when pass@k is omitted."""
+    if per_task is None:
+        return
+    for qid, position in _stands_for(items).items():
+        for name in names:
+            if isinstance(results[position].get(name), dict):
+                results[position][name] = metric_item(results[position][name], key, per_task[qid], base_qid=metrics.base_qid(qid))
+
+
+def coder_metrics(task: str) -> tuple[str, str]:
+    """The V2T task's strong-coder metrics (pass@k of the coder's code, rounded and unrounded)."""
+    k = k_of(task)
+    return (f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
 
 
 def _annotate(results: list[dict[str, Any]], fields: Callable[[int], dict[str, Any]]) -> None:
@@ -380,14 +395,6 @@ def agg_strong_coder(items: list[dict[str, Any]]) -> float | None:
 def agg_strong_coder_unrounded(items: list[dict[str, Any]]) -> float | None:
     scored = _coder_verdicts(items)
     return None if scored is None else metrics.pass_at_unrounded(scored, _k_for(items))
-
-
-def _strong_coder_stderr(items: list[dict[str, Any]]) -> float | str:
-    scored = _coder_verdicts(items)
-    return NA if scored is None else metrics.pass_at_stderr(scored, _k_for(items))
-
-
-agg_strong_coder.stderr = agg_strong_coder_unrounded.stderr = _strong_coder_stderr  # type: ignore[attr-defined]
 
 
 def _coder_verdicts(items: list[dict[str, Any]]) -> metrics.Scored | None:

@@ -3,11 +3,14 @@
 Every headline number is a mean over the metric's official unit (a VLM2-Bench pair, a HumanEval-V task, a
 HAERAE-Vision item), or a combination of such means. On a unit the standard error is lmms-eval's CLT form:
 the sample standard deviation (ddof=1) of the per-unit scores over sqrt(n). The per-unit score is written
-into the headline metric's item of the document that stands for the unit (`process_results_batch`):
+into each such metric's item of the document that stands for the unit (`process_results_batch`):
 
-- `item[<score_key>]`: the unit's score on the metric's scale (lmms-eval's `_stderr_clt` and
-  `_stderr_clustered` read it, so they come out on the metric's scale too);
-- `item["score"]` and the sample's top-level `unit_score`: the same score / 100. lmms-eval's `--baseline`
+- `item[<score_key>]`: the unit's score on that metric's scale (lmms-eval's `<metric>_stderr_clt` and
+  `_stderr_clustered` read it, so they come out on the metric's scale too): the one standard-error route
+  of every task metric (lmms-eval's `<metric>_stderr`, its bootstrap route, stays "N/A" for task-defined
+  aggregations);
+- in the headline metric's item only:
+  `item["score"]` and the sample's top-level `unit_score`: the same score / 100. lmms-eval's `--baseline`
   reads them (the current run's `item["score"]`, the baseline file's first numeric field whose name holds
   "score": `unit_score`) and reports the baseline mean, the difference and its CI x100, as points of a
   percentage metric; /100 keeps those on the metric's own scale (for the 0-100 metrics `score` is then
@@ -54,10 +57,16 @@ def unit_item(item: Mapping[str, Any], score_key: str, value: float, **fields: A
     return {**item, **fields, score_key: float(value), "score": float(value) / 100.0}
 
 
+def metric_item(item: Mapping[str, Any], score_key: str, value: float, **fields: Any) -> dict[str, Any]:
+    """A copy of a non-headline metric's item carrying its unit's score under `score_key` (the metric's own
+    scale, for lmms-eval's `<metric>_stderr_clt`), plus any identifying `fields` (e.g. a cluster id)."""
+    return {**item, **fields, score_key: float(value)}
+
+
 def fraction_item(item: Mapping[str, Any], score_key: str, fraction: float, **fields: Any) -> dict[str, Any]:
     """A copy of a per-response item (k-samples mode) carrying its score as a 0-1 fraction under both keys:
     lmms-eval's stability metrics (consensus accuracy is a majority vote) expect the 0/1 convention."""
     return {**item, **fields, score_key: float(fraction), "score": float(fraction)}
 
 
-__all__ = ["NA", "UNIT_SCORE", "clt_stderr", "fraction_item", "mean", "sample_sd", "unit_item"]
+__all__ = ["NA", "UNIT_SCORE", "clt_stderr", "fraction_item", "mean", "metric_item", "sample_sd", "unit_item"]

@@ -29,7 +29,7 @@ import datasets
 from lmms_tasks.utils.services.data import task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
-from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, clt_stderr, fraction_item, unit_item
+from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
@@ -48,8 +48,8 @@ from lmms_tasks.utils.vlm2_bench.metrics import (
     grp_units,
     vid_stats,
     vid_type,
+    vid_se_unit_scores,
     vid_type_pct,
-    vid_unit_scores,
 )
 from lmms_tasks.utils.vlm2_bench.parsers import grp_correct, parse_count, parse_judge_score, parse_tf
 
@@ -418,7 +418,7 @@ class Unit:
 
     doc_index: int  # the document that stands for the unit in per-sample scores (a pair's first member)
     unit_id: str  # the pair's id (GC: the raw q_id; OC/PC-Cpr: the main id), the q_id, or the video id
-    score: float  # on the subtask's 0-100 scale; PC-VID weighted so that the plain mean is (AB% + ABA%) / 2
+    score: float  # on the subtask's 0-100 scale; PC-VID: `vid_se_unit_scores` (mean: (AB% + ABA%) / 2)
     fraction: float  # the unit's own result as a 0-1 fraction (PC-VID: its type's percentage / 100)
 
 
@@ -448,31 +448,45 @@ def units(items: Sequence[Item], exact: bool = False) -> list[Unit]:
         return [Unit(int(i["doc_index"]), str(i.get("q_id")), 100.0 * ok, float(ok)) for i, ok in grp_units(items)]
     vids = {int(i["doc_index"]): str(i["vid"]) for i in items}
     judged = judged_videos(items)
-    weighted = vid_unit_scores((t, s) for _, t, s in judged)
-    return [Unit(d, vids.get(d, str(d)), w, vid_type_pct(t, s) / 100) for (d, t, s), w in zip(judged, weighted)]
+    scores = vid_se_unit_scores((t, s) for _, t, s in judged)
+    return [Unit(d, vids.get(d, str(d)), w, vid_type_pct(t, s) / 100) for (d, t, s), w in zip(judged, scores)]
 
 
-def vid_stderr(items: Sequence[Item]) -> float | str:
-    """Standard error of (AB% + ABA%) / 2, a mean of two independent type means: sqrt(SE_AB^2 + SE_ABA^2) / 2
-    with SE_type = SD(that type's per-video percentages, ddof=1) / sqrt(n_type) (a type without a judged
-    video contributes 0, as its official percentage is the constant 0). When a type has exactly one judged
-    video its variance cannot be estimated: the two types are then pooled, i.e. the CLT form over the
-    weighted per-video units (whose plain mean is the score)."""
-    judged = judged_videos(items)
-    by_type = {t: [vid_type_pct(t, s) for _, type_, s in judged if type_ == t] for t in ("AB", "ABA")}
-    if any(len(values) == 1 for values in by_type.values()):
-        return clt_stderr(vid_unit_scores((t, s) for _, t, s in judged))
-    parts = [0.0 if not values else clt_stderr(values) for values in by_type.values()]
-    if NA in parts or not judged:
-        return NA
-    return math.sqrt(sum(float(p) ** 2 for p in parts)) / 2
+def _scored(units: Iterable[tuple[Item, str, float]]) -> list[tuple[int, str, float]]:
+    return [(int(item["doc_index"]), unit_id, float(score)) for item, unit_id, score in units]
 
 
-def _subtask_stderr(items: Sequence[Item], exact: bool = False) -> float | str:
-    subtask = _subtask_of(items)
-    if subtask is not None and SUBTASKS[subtask][1] == "vid":
-        return vid_stderr(items)
-    return clt_stderr(u.score for u in units(items, exact=exact))
+def _pair_scores(field: str, exact: bool = False) -> Callable[[Sequence[Item]], list[tuple[int, str, float]]]:
+    return lambda items: [(p.doc_index, p.pair_id, 100.0 * getattr(p, field)) for p in _tf_pairs(items, exact)]
+
+
+def _vid_type_scores(type_: str) -> Callable[[Sequence[Item]], list[tuple[int, str, float]]]:
+    def scores(items: Sequence[Item]) -> list[tuple[int, str, float]]:
+        vids = {int(i["doc_index"]): str(i["vid"]) for i in items}
+        return [(d, vids.get(d, str(d)), vid_type_pct(t, s)) for d, t, s in judged_videos(items) if t == type_]
+
+    return scores
+
+
+# Per metric with a standard error: its units as (doc_index of the document standing for it, unit id, the
+# unit's score on the metric's scale), so that lmms-eval's `<metric>_stderr_clt` (SD, ddof=1, / sqrt(n)
+# over the items carrying the score) is the standard error of the metric's mean over its units.
+UNIT_SCORES: dict[str, Callable[[Sequence[Item]], list[tuple[int, str, float]]]] = {
+    SCORE: lambda items: [(u.doc_index, u.unit_id, u.score) for u in units(items)],
+    EXACT_SCORE: lambda items: [(u.doc_index, u.unit_id, u.score) for u in units(items, exact=True)],
+    "tf_pair_acc": _pair_scores("correct"),
+    "tf_pos_acc": _pair_scores("pos_ok"),
+    "tf_neg_acc": _pair_scores("neg_ok"),
+    "gc_exact_pair_acc": _pair_scores("correct", exact=True),
+    "gc_exact_pos_acc": _pair_scores("pos_ok", exact=True),
+    "gc_exact_neg_acc": _pair_scores("neg_ok", exact=True),
+    "cnt_norm_score": lambda items: _scored((i, str(i.get("q_id")), s) for i, s, _ in count_units(items) if s is not None),
+    "cnt_strict_score": lambda items: _scored((i, str(i.get("q_id")), s or 0.0) for i, s, _ in count_units(items)),
+    "cnt_acc": lambda items: _scored((i, str(i.get("q_id")), 100.0 * ok) for i, _, ok in count_units(items)),
+    "grp_acc": lambda items: _scored((i, str(i.get("q_id")), 100.0 * ok) for i, ok in grp_units(items)),
+    "vid_ab_pct": _vid_type_scores("AB"),
+    "vid_aba_pct": _vid_type_scores("ABA"),
+}
 
 
 def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
@@ -484,11 +498,12 @@ def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
     """The task's `process_results_batch`. PC-VID: the one place where the answers are judged (one batch per
     task); every metric's item of each document gets the judge's verdict (`services.verdicts`), from which
-    the aggregations compute. Every subtask: each unit's score goes into the `vlm2_score` item of the
-    document that stands for it (a pair's first question, every valid counting answer, every grouping
-    question, every judged video), as `vlm2_score` (0-100, what lmms-eval's CLT stderr reads), `score` (0-1)
-    and `pair_id` (the cluster), and as the sample's `unit_score` (0-1, what --baseline reads). Documents
-    that stand for no unit (a pair's second question, an excluded answer) carry no score.
+    the aggregations compute. Every metric with a standard error (`UNIT_SCORES`): each unit's score goes
+    into that metric's item of the document that stands for it (a pair's first question, a counting answer,
+    every grouping question, every judged video), as `vlm2_score` (the task's `score_key`: on the metric's
+    0-100 scale, what lmms-eval's `<metric>_stderr_clt` reads) and `pair_id` (the cluster); the headline
+    `vlm2_score` item also as `score` (0-1), and the sample's `unit_score` (0-1, what --baseline reads).
+    Documents that stand for no unit (a pair's second question, an excluded answer) carry no score.
 
     For the k-samples responses (`repeat` = j) each unit is scored from the j-th responses, as a 0-1
     fraction, for lmms-eval's stability metrics (their judgements go to `<output_path>/repeats/<j>/`)."""
@@ -506,40 +521,25 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
             items = [r[SCORE] for r in results if SCORE in r]
         else:
             items = [{**i, **verdicts[int(i["doc_index"])]} for i in items]
-    by_doc = {u.doc_index: u for u in units(items)}
-    for result in results:
-        unit = by_doc.get(int(result[SCORE]["doc_index"])) if SCORE in result else None
-        if unit is None:
+    if repeat is not None:
+        by_doc = {u.doc_index: u for u in units(items)}
+        for result in results:
+            unit = by_doc.get(int(result[SCORE]["doc_index"])) if SCORE in result else None
+            if unit is not None:
+                result[SCORE] = fraction_item(result[SCORE], SCORE, unit.fraction, pair_id=unit.unit_id)
+        return results
+    position = {int(r[SCORE]["doc_index"]): r for r in results if SCORE in r}
+    for metric, scores_of in UNIT_SCORES.items():
+        if not any(metric in r for r in results):
             continue
-        if repeat is None:
-            result[SCORE] = unit_item(result[SCORE], SCORE, unit.score, pair_id=unit.unit_id)
-            result[UNIT_SCORE] = unit.score / 100.0
-        else:
-            result[SCORE] = fraction_item(result[SCORE], SCORE, unit.fraction, pair_id=unit.unit_id)
+        for doc_index, unit_id, score in scores_of(items):
+            result = position[doc_index]
+            if metric == SCORE:
+                result[SCORE] = unit_item(result[SCORE], SCORE, score, pair_id=unit_id)
+                result[UNIT_SCORE] = score / 100.0
+            else:
+                result[metric] = metric_item(result[metric], SCORE, score, pair_id=unit_id)
     return results
-
-
-def _mean_of_units(values: Callable[[Sequence[Item]], Iterable[float]]) -> Callable[..., float | str]:
-    def stderr(items: Sequence[Item]) -> float | str:
-        return clt_stderr(values(list(items)))
-
-    return stderr
-
-
-agg_vlm2_score.stderr = _subtask_stderr  # type: ignore[attr-defined]
-agg_vlm2_exact_score.stderr = lambda items: _subtask_stderr(items, exact=True)  # type: ignore[attr-defined]
-agg_tf_pair_acc.stderr = _mean_of_units(lambda items: (100.0 * p.correct for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_tf_pos_acc.stderr = _mean_of_units(lambda items: (100.0 * p.pos_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_tf_neg_acc.stderr = _mean_of_units(lambda items: (100.0 * p.neg_ok for p in _tf_pairs(items)))  # type: ignore[attr-defined]
-agg_gc_exact_pair_acc.stderr = _mean_of_units(lambda items: (100.0 * p.correct for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_gc_exact_pos_acc.stderr = _mean_of_units(lambda items: (100.0 * p.pos_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_gc_exact_neg_acc.stderr = _mean_of_units(lambda items: (100.0 * p.neg_ok for p in _tf_pairs(items, exact=True)))  # type: ignore[attr-defined]
-agg_cnt_norm_score.stderr = _mean_of_units(lambda items: (s for _, s, _ in count_units(items) if s is not None))  # type: ignore[attr-defined]
-agg_cnt_strict_score.stderr = _mean_of_units(lambda items: (s or 0.0 for _, s, _ in count_units(items)))  # type: ignore[attr-defined]
-agg_cnt_acc.stderr = _mean_of_units(lambda items: (100.0 * ok for _, _, ok in count_units(items)))  # type: ignore[attr-defined]
-agg_grp_acc.stderr = _mean_of_units(lambda items: (100.0 * ok for _, ok in grp_units(items)))  # type: ignore[attr-defined]
-agg_vid_ab_pct.stderr = _mean_of_units(lambda items: (vid_type_pct(t, s) for _, t, s in judged_videos(items) if t == "AB"))  # type: ignore[attr-defined]
-agg_vid_aba_pct.stderr = _mean_of_units(lambda items: (vid_type_pct(t, s) for _, t, s in judged_videos(items) if t == "ABA"))  # type: ignore[attr-defined]
 
 
 # -- groups (lmms-eval passes the subtasks' values, sizes, weight_by_size and the subtask of each value) ----

@@ -8,6 +8,8 @@ one", and groups by id, never by position. All scores are on the 0-100 scale.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -271,3 +273,21 @@ def vid_unit_scores(judged: Iterable[tuple[str, float]]) -> list[float]:
     n = len(judged)
     per_type = {t: sum(1 for type_, _ in judged if type_ == t) for t in ("AB", "ABA")}
     return [vid_type_pct(t, s) * n / (2 * per_type[t]) for t, s in judged]
+
+
+def vid_se_unit_scores(judged: Iterable[tuple[str, float]]) -> list[float]:
+    """Per judged video (type, parsed judge score), the unit score whose plain mean is the official
+    (AB% + ABA%) / 2 and whose CLT standard error (SD, ddof=1, / sqrt(n)) is that of a mean of two
+    independent type means, sqrt(SE_AB^2 + SE_ABA^2) / 2 (a type without a judged video contributes 0):
+    the score plus the video's percentage centred on its type's mean, scaled by
+    sqrt(n (n - 1) / (4 n_type (n_type - 1))). When a type has exactly one judged video its variance cannot
+    be estimated: the weighted units of `vid_unit_scores` are returned (the two types pooled)."""
+    judged = list(judged)
+    n = len(judged)
+    pcts = {t: [vid_type_pct(t, s) for type_, s in judged if type_ == t] for t in ("AB", "ABA")}
+    if any(len(values) == 1 for values in pcts.values()):
+        return vid_unit_scores(judged)
+    score = sum(math.fsum(v) / len(v) for v in pcts.values() if v) / 2
+    centre = {t: math.fsum(v) / len(v) for t, v in pcts.items() if v}
+    scale = {t: math.sqrt(n * (n - 1) / (4 * len(v) * (len(v) - 1))) for t, v in pcts.items() if v}
+    return [score + scale[t] * (vid_type_pct(t, s) - centre[t]) for t, s in judged]

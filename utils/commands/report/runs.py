@@ -212,14 +212,16 @@ def is_number(value: Any) -> bool:
 
 
 def stderr(section: Mapping[str, Any] | None, name: str) -> float | None:
-    """A metric's analytic standard error, `<name>_stderr,<filter>` for the filter the metric is read
-    with, on the metric's own scale; None when absent, "N/A" or not a number (runs before the
-    statistics layer). `_stderr_clt` is not read: it is on the per-document scores' scale."""
+    """A metric's standard error, lmms-eval's CLT one `<name>_stderr_clt,<filter>` for the filter the metric
+    is read with: the batch step writes each unit's score on the metric's own scale, so it is on that scale
+    (groups: their aggregation's combination of the subtasks'); None when absent, "N/A" or not a number
+    (runs before the statistics layer). `<name>_stderr`, lmms-eval's bootstrap route, is "N/A" for our
+    task-defined aggregations and is not read."""
     if not section:
         return None
     keys = metric_keys(section, name)
-    filters = [keys[0].split(",", 1)[1]] if keys else sorted(k.split(",", 1)[1] for k in section if k.split(",", 1)[0] == f"{name}_stderr")
-    value = section.get(f"{name}_stderr,{filters[0]}") if filters else None
+    filters = [keys[0].split(",", 1)[1]] if keys else sorted(k.split(",", 1)[1] for k in section if k.split(",", 1)[0] == f"{name}_stderr_clt")
+    value = section.get(f"{name}_stderr_clt,{filters[0]}") if filters else None
     return float(value) if is_number(value) else None
 
 

@@ -5,7 +5,7 @@ Rules every builder follows (the report's tests check them): a number comes from
 module) and is formatted by `tables.fmt`; a group-level number (Avg, Δhuman, the HAERAE gap) is read
 from the group, never from its subtasks; metrics are found by name whatever their filter (`pass@3,n6`
 and `pass@3,none`); nothing is summed, averaged or subtracted for printing. A `<column> ±` column holds
-1.96 × the metric's `_stderr` (a 95% interval's half-width, on the metric's scale), the same number the
+1.96 × the metric's `_stderr_clt` (a 95% interval's half-width, on the metric's scale), the same number the
 plots draw as error bars. Plots show the same values. The one exception: the paired differences between
 runs are computed from the samples files (`paired.py`).
 """
@@ -67,7 +67,7 @@ def half_width(section: Mapping[str, Any] | None, name: str) -> float | None:
     return plots.Z95 * se if se is not None else None
 
 
-ERROR_NOTE = "`±`: `1.96` × the metric's standard error (`<metric>_stderr` in the results), half the width of a 95% interval; N/A where the results give none (runs before lmms-tasks reported standard errors)."
+ERROR_NOTE = "`±`: `1.96` × the metric's standard error (`<metric>_stderr_clt` in the results), half the width of a 95% interval; N/A where the results give none (runs before lmms-tasks reported standard errors)."
 
 
 # -- runs ---------------------------------------------------------------------------------------------------

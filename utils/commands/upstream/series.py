@@ -33,7 +33,6 @@ FEATURES: dict[str, tuple[str, str]] = {
     "0003-cli-exit-status": ("lmms_eval/api/run_status.py", r"def report_incomplete"),
     "0004-task-custom-dataset": ("lmms_eval/api/task.py", r"^\s+custom_dataset\s*:"),
     "0004-task-load-retry-network-errors": ("lmms_eval/api/task.py", r"^def is_network_error"),
-    "0005-metrics-aggregation-stderr": ("lmms_eval/api/metrics.py", r"getattr\(metric, \"stderr\""),
     "0006-task-batch-scoring": ("lmms_eval/api/task.py", r"^\s+process_results_batch\s*:"),
     "0007-evaluator-k-samples-stability": ("lmms_eval/evaluator.py", r"score each response on its own|each is scored on its own"),
     "0008-baselines-per-task-samples": ("lmms_eval/baselines/loader.py", r"^def resolve_local_baseline"),
@@ -48,7 +47,6 @@ USES: dict[str, str] = {
     "0002-group-exact-metrics": r"\bmatch\s*:\s*exact\b|\bgroup_metric\s*:",
     "0003-cli-exit-status": r"lmms_eval\.api\.run_status",
     "0004-task-custom-dataset": r"^\s*custom_dataset\s*:",
-    "0005-metrics-aggregation-stderr": r"^\w+\.stderr\s*=",
     "0006-task-batch-scoring": r"^\s*process_results_batch\s*:",
     "0009-openai-sampling-parameters": r"^\s+(top_p|seed|presence_penalty|frequency_penalty)\s*:",
 }

@@ -47,7 +47,6 @@ EXISTING_TASKS: dict[str, str] = {
         "HTTP 429/5xx from the Hub); any other loading error, and any error in `process_docs`, is raised once and unchanged "
         "instead of five times 2 s apart and then as a `RetryError`."
     ),
-    "0005-metrics-aggregation-stderr": "Nothing: only an aggregation with a callable `stderr` attribute changes its stderr.",
     "0006-task-batch-scoring": (
         "Nothing for results: `process_results_batch` is opt-in. Multi-process runs gather each logged sample with its filter key "
         "(a (filter, sample) pair instead of the sample); rank 0 unpacks it before writing, so the samples files are unchanged "
