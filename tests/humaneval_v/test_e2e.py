@@ -165,18 +165,19 @@ def test_standard_errors_over_tasks_clustered_by_base_qid(runs: dict[str, Any]) 
     first = runs["first"]
     # V2C pass@1: tasks q1, q2, q2-2 right, q3 wrong -> per task 100, 100, 100, 0
     per_task = [100.0, 100.0, 100.0, 0.0]
-    assert first.metric("humaneval_v_v2c", "pass@1_stderr") == pytest.approx(_se(per_task))
-    assert first.metric("humaneval_v_v2c", "pass@1_stderr_clt") == pytest.approx(_se(per_task))
+    assert first.metric("humaneval_v_v2c", "pass@1_stderr_clt") == pytest.approx(_se(per_task))  # the one route
+    assert first.metric("humaneval_v_v2c", "pass@1_unrounded_stderr_clt") == pytest.approx(_se(per_task))
+    assert first.metric("humaneval_v_v2c", "pass@1_stderr") == "N/A"
     # lmms-eval's clustered form: q2-2 joins q2 (deviations from the mean 75: q2 +25, q2-2 +25)
     cross = 2 * 25.0 * 25.0  # (i, j) and (j, i) within cluster q2
     assert first.metric("humaneval_v_v2c", "pass@1_stderr_clustered") == pytest.approx(math.sqrt(_se(per_task) ** 2 + cross / 16))
     # V2C pass@3: per-task unbiased pass@3 (x100) 0, 50, 80, 100
-    assert first.metric("humaneval_v_v2c_pass3", "pass@3_stderr", "n6") == pytest.approx(_se([0.0, 50.0, 80.0, 100.0]))
+    assert first.metric("humaneval_v_v2c_pass3", "pass@3_stderr_clt", "n6") == pytest.approx(_se([0.0, 50.0, 80.0, 100.0]))
     scored = {s["pass@3"]["qid"]: s["pass@3"] for s in first.samples["humaneval_v_v2c_pass3"]}
     assert {q: (round(i["pass@3"], 9), i["base_qid"]) for q, i in scored.items()} == {"q1": (0.0, "q1"), "q2": (50.0, "q2"), "q2-2": (80.0, "q2"), "q3": (100.0, "q3")}
     # V2T2C step 2 (one document per description, 6 per task): q1..q3 pass@3 = 1 - C(5,3)/C(6,3) = 0.5
     second = runs["second"]
-    assert second.metric("humaneval_v_t2c_pass3", "pass@3_stderr") == pytest.approx(0.0)
+    assert second.metric("humaneval_v_t2c_pass3", "pass@3_stderr_clt") == pytest.approx(0.0)
     carried = [s["pass@3"] for s in second.samples["humaneval_v_t2c_pass3"] if "score" in s["pass@3"]]
     assert sorted((i["qid"], i["sample_index"], round(i["pass@3"], 9)) for i in carried) == [(q, 0, 50.0) for q in ("q1", "q2", "q2-2", "q3")]
 
