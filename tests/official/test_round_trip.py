@@ -99,7 +99,7 @@ def _compare(scored: Path, results_of) -> tuple[dict[str, set[str]], int]:
             if report.get("official_setting") == "V2T2C-4o" and not name.startswith("pass@"):
                 continue  # a run reports only the strong coder's pass@k
             if std:  # the exact-match metrics of standardized answers are the run's parsed ones (standard errors too)
-                base, suffix = (name[: -len("_stderr")], "_stderr") if name.endswith("_stderr") else (name, "")
+                base, suffix = (name[: -len("_stderr_clt")], "_stderr_clt") if name.endswith("_stderr_clt") else (name, "")
                 name = ("vlm2_score" if base == "vlm2_exact_score" else base.replace("gc_exact_", "tf_")) + suffix
             want = expected[name]
             assert value == (pytest.approx(want) if isinstance(want, float) else want), (path.name, key)

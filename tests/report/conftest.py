@@ -169,41 +169,41 @@ def _new_format_run(root: Path, model: str, gc: list[int], hev: list[int], haera
     se = (lambda v: v) if stderr_value is None else (lambda v: stderr_value)
     gc_score = 100.0 * sum(gc) / len(gc)
     results = {
-        "vlm2_bench_gc_mat": {"vlm2_score,none": gc_score, "vlm2_score_stderr,none": se(12.5), "vlm2_score_stderr_clt,none": se(0.125)},
-        "vlm2_bench_oc_cnt": {"vlm2_score,none": 40.0, "vlm2_score_stderr,none": "N/A"},
+        "vlm2_bench_gc_mat": {"vlm2_score,none": gc_score, "vlm2_score_stderr_clt,none": se(12.5), "vlm2_score_stderr,none": 0.125},  # _stderr is not read
+        "vlm2_bench_oc_cnt": {"vlm2_score,none": 40.0, "vlm2_score_stderr_clt,none": "N/A"},
         "humaneval_v_v2c": {
             "pass@1,none": 100.0 * sum(hev) / len(hev),
-            "pass@1_stderr,none": se(25.0),
+            "pass@1_stderr_clt,none": se(25.0),
             "pass@1_unrounded,none": 100.0 * sum(hev) / len(hev),
-            "pass@1_unrounded_stderr,none": se(25.0),
+            "pass@1_unrounded_stderr_clt,none": se(25.0),
         },
         "haerae_vision_original": {
             "haerae_vision_score,none": sum(haerae) / len(haerae),
-            "haerae_vision_score_stderr,none": se(0.1),
+            "haerae_vision_score_stderr_clt,none": se(0.1),
             "judge_failures,none": 0,
             "judge_unparsed,none": 1,
         },
-        "haerae_vision_explicit": {"haerae_vision_score,none": 0.75, "haerae_vision_score_stderr,none": se(0.05), "judge_failures,none": 1},
+        "haerae_vision_explicit": {"haerae_vision_score,none": 0.75, "haerae_vision_score_stderr_clt,none": se(0.05), "judge_failures,none": 1},
     }
     groups = {
         "vlm2_bench": {
             "vlm2_score,none": 57.5,
-            "vlm2_score_stderr,none": se(3.0),
+            "vlm2_score_stderr_clt,none": se(3.0),
             "vlm2_img8_score,none": 57.5,
-            "vlm2_img8_score_stderr,none": se(3.5),
+            "vlm2_img8_score_stderr_clt,none": se(3.5),
             "vlm2_gap_to_human,none": 57.5 - 95.16,
-            "vlm2_gap_to_human_stderr,none": se(3.0),
+            "vlm2_gap_to_human_stderr_clt,none": se(3.0),
             "vlm2_exact_score,none": 50.0,
-            "vlm2_exact_score_stderr,none": "N/A",
+            "vlm2_exact_score_stderr_clt,none": "N/A",
         },
-        "vlm2_bench_gc": {"vlm2_score,none": gc_score, "vlm2_score_stderr,none": se(12.5)},
+        "vlm2_bench_gc": {"vlm2_score,none": gc_score, "vlm2_score_stderr_clt,none": se(12.5)},
         "haerae_vision": {
             "score_original,none": sum(haerae) / len(haerae),
-            "score_original_stderr,none": se(0.1),
+            "score_original_stderr_clt,none": se(0.1),
             "score_explicit,none": 0.75,
-            "score_explicit_stderr,none": se(0.05),
+            "score_explicit_stderr_clt,none": se(0.05),
             "underspec_gap,none": 0.75 - sum(haerae) / len(haerae),
-            "underspec_gap_stderr,none": se(0.08),
+            "underspec_gap_stderr_clt,none": se(0.08),
             "judge_failures,none": 1,
             "judge_unparsed,none": 1,
         },

@@ -6,7 +6,7 @@ marker). Each anchor has a checker below that knows, independently of the report
 cells comes from (a results.json "groups"/"results" entry, a judgement or execution summary, or the
 published table of the fidelity spec / README) and compares the printed number with the source value to
 the printed precision, with a fixed number of decimals per column. A `<column> ±` cell is 1.96 × the
-`<metric>_stderr` beside that metric in the same results section (N/A where it is "N/A" or absent). The
+`<metric>_stderr_clt` beside that metric in the same results section (N/A where it is "N/A" or absent). The
 paired-difference tables are recomputed here from the samples files (scipy's `ttest_rel`). A table
 without a checker, or a numeric or N/A cell that no checker looked at, fails the test; a decimal number in
 the prose fails it too.
@@ -80,11 +80,11 @@ class RunFiles:
         return self.section(name)[keys[0]] if keys else None
 
     def plus(self, name: str, metric: str) -> Any:
-        """1.96 × the metric's `_stderr` (same filter), None where there is no numeric one."""
+        """1.96 × the metric's `_stderr_clt` (same filter), None where there is no numeric one."""
         keys = [k for k in self.section(name) if k.split(",", 1)[0] == metric and "," in k]
         if not keys:
             return None
-        value = self.section(name).get(f"{metric}_stderr,{keys[0].split(',', 1)[1]}")
+        value = self.section(name).get(f"{metric}_stderr_clt,{keys[0].split(',', 1)[1]}")
         return 1.96 * value if is_value(value) else None
 
     def breakdown(self, kind: str, task: str, key: str) -> Any:

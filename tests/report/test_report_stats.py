@@ -1,5 +1,5 @@
 """The report's statistics on hand-written runs in the format of runs with standard errors: `± ` columns
-(1.96 × `<metric>_stderr`), error bars, the paired-difference table from the samples files' unit scores,
+(1.96 × `<metric>_stderr_clt`), error bars, the paired-difference table from the samples files' unit scores,
 breakdowns read from the judgement and execution summaries, and Hangul in the plots (PNG and SVG).
 
 Expected numbers are worked out by hand below (and the t-test p-values checked against scipy's
@@ -59,9 +59,10 @@ def rows_by_first(markdown: str, anchor: str) -> dict[str, dict[str, str]]:
 
 
 def test_stderr_is_read_for_the_metrics_filter_and_only_when_numeric() -> None:
-    section = {"pass@3,n6": 57.5, "pass@3_stderr,n6": 2.5, "pass@3_stderr_clt,n6": 0.02, "pass@1,none": 1.0, "pass@1_stderr,none": "N/A"}
+    section = {"pass@3,n6": 57.5, "pass@3_stderr_clt,n6": 2.5, "pass@3_stderr,n6": 0.02, "pass@1,none": 1.0, "pass@1_stderr_clt,none": "N/A", "pass@1_stderr,none": 0.5}
+    # lmms-eval's CLT column, the one route; `_stderr` (bootstrap, N/A for our aggregations) is never read
     assert stderr(section, "pass@3") == 2.5 and stderr(section, "pass@1") is None and stderr(section, "pass@2") is None
-    assert stderr({"m,none": 1.0}, "m") is None and stderr(None, "m") is None and stderr({"m,none": 1, "m_stderr,none": True}, "m") is None
+    assert stderr({"m,none": 1.0}, "m") is None and stderr(None, "m") is None and stderr({"m,none": 1, "m_stderr_clt,none": True}, "m") is None
 
 
 def test_plus_minus_columns_hold_1_96_standard_errors(stats_report: tuple[Any, str]) -> None:
