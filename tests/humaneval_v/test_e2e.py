@@ -173,6 +173,10 @@ def test_standard_errors_over_tasks_clustered_by_base_qid(runs: dict[str, Any]) 
     assert first.metric("humaneval_v_v2c", "pass@1_stderr_clustered") == pytest.approx(math.sqrt(_se(per_task) ** 2 + cross / 16))
     # V2C pass@3: per-task unbiased pass@3 (x100) 0, 50, 80, 100
     assert first.metric("humaneval_v_v2c_pass3", "pass@3_stderr_clt", "n6") == pytest.approx(_se([0.0, 50.0, 80.0, 100.0]))
+    # V2T with the strong coder: the coder's per-task pass@3 in its own items, the same units (mean 57.5)
+    assert first.metric("humaneval_v_v2t_pass3", "strong_coder_pass_at_3_stderr_clt", "n6") == pytest.approx(_se([0.0, 50.0, 80.0, 100.0]))
+    assert first.metric("humaneval_v_v2t_pass3", "strong_coder_pass_at_3_unrounded_stderr_clt", "n6") == pytest.approx(_se([0.0, 50.0, 80.0, 100.0]))
+    assert first.metric("humaneval_v_v2t_pass3", "strong_coder_pass_at_3_stderr", "n6") == "N/A"
     scored = {s["pass@3"]["qid"]: s["pass@3"] for s in first.samples["humaneval_v_v2c_pass3"]}
     assert {q: (round(i["pass@3"], 9), i["base_qid"]) for q, i in scored.items()} == {"q1": (0.0, "q1"), "q2": (50.0, "q2"), "q2-2": (80.0, "q2"), "q3": (100.0, "q3")}
     # V2T2C step 2 (one document per description, 6 per task): q1..q3 pass@3 = 1 - C(5,3)/C(6,3) = 0.5
