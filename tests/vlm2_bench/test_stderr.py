@@ -150,3 +150,21 @@ def test_group_stderr_combines_the_subtasks_as_independent_samples() -> None:
     expected = math.sqrt(sum(s**2 for s in stderrs)) / 9
     assert hooks.group_mean.stderr(stderrs, [1] * 9, False, subtasks=names) == pytest.approx(expected)
     assert hooks.group_gap_to_human.stderr(stderrs, [1] * 9, False, subtasks=names) == pytest.approx(expected)
+
+
+def test_vid_units_have_the_score_as_mean_and_the_two_type_standard_error_as_clt() -> None:
+    from lmms_tasks.utils.vlm2_bench.metrics import vid_se_unit_scores, vid_stats
+
+    def check(judged: list[tuple[str, int]]) -> None:
+        units = vid_se_unit_scores(judged)
+        score = vid_stats(judged).score
+        by_type = {t: [s * (100 if t == "AB" else 50) for type_, s in judged if type_ == t] for t in ("AB", "ABA")}
+        expected = math.sqrt(sum(_se(v) ** 2 for v in by_type.values() if v)) / 2  # an empty type's percentage is the constant 0
+        assert sum(units) / len(units) == pytest.approx(score)
+        assert _se(units) == pytest.approx(expected)
+
+    check([("AB", 1), ("AB", 0), ("AB", 1), ("ABA", 2), ("ABA", 0)])  # n_type 3 and 2
+    check([("AB", 1), ("AB", 0), ("AB", 0), ("AB", 1), ("ABA", 1), ("ABA", 2), ("ABA", 2)])
+    check([("AB", 1), ("AB", 0), ("AB", 0)])  # no ABA video judged
+    # one video of a type: no variance estimate for it, the types pooled (the weighted units)
+    assert vid_se_unit_scores([("AB", 1), ("AB", 0), ("ABA", 2)]) == pytest.approx([100 * 3 / 4, 0.0, 100 * 3 / 2])
