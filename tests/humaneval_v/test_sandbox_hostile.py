@@ -55,7 +55,8 @@ def namespaces_refused() -> str | None:
 
 NAMESPACES_REFUSED = namespaces_refused()
 NO_NAMESPACES = f"the kernel refuses user namespaces here (unshare: {NAMESPACES_REFUSED}): kernel isolation cannot be tested"
-MODES = [pytest.param(LIMITS, id="namespaces", marks=pytest.mark.skipif(NAMESPACES_REFUSED is not None, reason=NO_NAMESPACES)), pytest.param(FALLBACK, id="fallback")]
+needs_namespaces = pytest.mark.skipif(NAMESPACES_REFUSED is not None, reason=NO_NAMESPACES)
+MODES = [pytest.param(LIMITS, id="namespaces", marks=needs_namespaces), pytest.param(FALLBACK, id="fallback")]
 # Fork bombs in the fallback: as root the pids cgroup stops them (RLIMIT_NPROC does not bind root); as a
 # normal user RLIMIT_NPROC does. Root without any cgroup only has the watchdog (documented, not tested:
 # it would starve the shared CI machine).
@@ -121,6 +122,7 @@ def bare(source: str, tmp_path: Path, timeout: float = 30) -> subprocess.Complet
     return subprocess.run([sys.executable, "-c", source], cwd=tmp_path, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@needs_namespaces
 def test_evaluator_identity() -> None:
     # test_sandbox_unprivileged.py sets LMMS_TASKS_EXPECT_UID when it re-runs this module as a normal user
     expected = os.environ.get("LMMS_TASKS_EXPECT_UID")
@@ -406,6 +408,7 @@ def test_fallback_write_outside_the_temp_dir_is_refused_by_landlock(tmp_path: Pa
     assert not target.exists()
 
 
+@needs_namespaces
 def test_private_tmp_and_work_dir_are_writable_and_private() -> None:
     tag = uuid.uuid4().hex
     result = run_program(
@@ -426,6 +429,7 @@ def _way_to_binds(path: str, binds: list[str]) -> list[str]:
     return sorted({bind[len(prefix) :].split("/")[0] for bind in binds if bind.startswith(prefix)})
 
 
+@needs_namespaces
 def test_the_host_is_not_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Host /proc, home, judge and execution caches, the test's files, other top-level directories; and
     a directory below a read-only bind that the caller asked to hide. The promise is that no content outside
@@ -902,6 +906,7 @@ def test_missing_interpreter_fails_that_program_with_the_reason() -> None:
 
 
 # --- the fallback ----------------------------------------------------------------------------------------
+@needs_namespaces
 def test_fallback_warns_once_and_records_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "_warned", set())
     messages: list[str] = []
@@ -927,6 +932,7 @@ def test_fallback_session_leaver_is_swept() -> None:
     assert run(source, FALLBACK).status == "failed"
 
 
+@needs_namespaces
 def test_concurrent_sandboxes_do_not_see_each_other() -> None:
     # two programs at once: each sees only its own two processes (init and itself)
     source = "import os, time\ntime.sleep(0.3)\nassert {p for p in os.listdir('/proc') if p.isdigit()} == {'1', '2'}\n"
