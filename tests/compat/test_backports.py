@@ -34,14 +34,14 @@ def test_stock_lmms_eval_gets_every_backport_but_the_exit_status_outside_the_cli
 def test_task_config_accepts_the_patched_fields() -> None:
     from lmms_eval.api.task import TaskConfig
 
-    config = TaskConfig(task="t", strip_responses=False, custom_dataset=len, process_results_batch=list)
+    config = TaskConfig(task="t", strip_responses=False, custom_dataset=len, process_results_batch=list, score_each_repeat=True)
     assert config.strip_responses is False and config.custom_dataset is len and config["task"] == "t"
-    assert config.process_results_batch is list
+    assert config.process_results_batch is list and config.score_each_repeat is True
     assert TaskConfig(task="t").strip_responses is True and TaskConfig(task="t").custom_dataset is None
-    assert TaskConfig(task="t").process_results_batch is None
+    assert TaskConfig(task="t").process_results_batch is None and TaskConfig(task="t").score_each_repeat is False
     with pytest.raises(TypeError):
         TaskConfig(task="t", no_such_field=1)  # still strict about unknown keys
-    assert {"strip_responses", "custom_dataset", "process_results_batch"} <= {f.name for f in dataclasses.fields(TaskConfig)}
+    assert {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} <= {f.name for f in dataclasses.fields(TaskConfig)}
 
 
 def _task(strip: bool, output_type: str = "generate_until") -> Any:
@@ -224,9 +224,9 @@ def _pair_batch(results: list[dict], args: Any = None, repeat: int | None = None
     return out
 
 
-def _batch_task(batch: Any, repeats: int = 1, answers: dict[int, str] | None = None) -> Any:
+def _batch_task(batch: Any, repeats: int = 1, answers: dict[int, str] | None = None, score_each_repeat: bool = False) -> Any:
     answers = answers or {}
-    config = SimpleNamespace(process_results_batch=batch, repeats=repeats)
+    config = SimpleNamespace(process_results_batch=batch, repeats=repeats, score_each_repeat=score_each_repeat)
 
     def process_results(doc: dict, results: list[str]) -> dict:
         item = {"i": doc["i"], "ok": results[0] == "yes"}
@@ -313,7 +313,7 @@ def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat(caplog
     assert stock((0, {}, [request]), task=task, filter_key="none", reasoning_tags=None, log_samples=False).per_sample_scores == {}
     assert k_samples.present() is True and k_samples.NAME in compat.installed()
     answers = {0: ["yes", "no", "yes"], 1: ["yes", "yes", "yes"], 2: ["no", "yes", "yes"], 3: ["yes", "yes", "no"]}
-    output = _evaluate_like_lmms_eval(_batch_task(_pair_batch, repeats=3), answers, ["none"], 1)
+    output = _evaluate_like_lmms_eval(_batch_task(_pair_batch, repeats=3, score_each_repeat=True), answers, ["none"], 1)
     per_response = output.per_sample_metrics[("acc", "none")]
     assert [[r.get("score") for r in doc] for doc in per_response] == [[1.0, 0.0, 1.0], [None] * 3, [0.0, 1.0, 0.0], [None] * 3]
     assert [r["repeat"] for r in per_response[0]] == [0, 1, 2]
@@ -323,6 +323,27 @@ def test_k_samples_score_each_response_and_the_batch_sees_them_per_repeat(caplog
     # "n" carries no score: no stability metrics for it, no warning, and its per-response values are kept
     assert "n_expected_accuracy,none" not in output.agg_metrics and ("n", "none") in output.per_sample_metrics
     assert not any("Stability metrics" in line for line in caplog_loguru)
+
+
+def test_k_samples_cost_no_process_results_call_for_a_task_that_does_not_opt_in() -> None:
+    """Under `--repeats K` a task without `score_each_repeat` is scored as without repeats (each call may be a
+    paid judge call); one that sets it gets one more call per response."""
+    from lmms_eval import evaluator
+
+    def scored(repeats: int, responses: list[str], opt_in: bool) -> tuple[int, dict]:
+        task, request = k_samples._fake(repeats, responses, score_each_repeat=opt_in)
+        calls: list[list[str]] = []
+        probe = task.process_results
+        task.process_results = lambda doc, results: calls.append(results) or probe(doc, results)
+        processed = evaluator._process_document_results((0, {}, [request]), task=task, filter_key="none", reasoning_tags=None, log_samples=False)
+        return len(calls), processed.per_sample_scores
+
+    assert k_samples.NAME in compat.installed()
+    k = 3
+    without_repeats = scored(1, ["a"], opt_in=False)
+    assert without_repeats == (1, {})
+    assert scored(k, ["a", "b", "a"], opt_in=False) == without_repeats  # not K + 1 calls
+    assert scored(k, ["a", "b", "a"], opt_in=True) == (1 + k, {"probe": [1.0, 0.0, 1.0]})
 
 
 @pytest.fixture

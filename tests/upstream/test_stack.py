@@ -18,7 +18,7 @@ import pytest
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.upstream import exporter, series, stack
 from lmms_tasks.utils.commands.upstream.cli import export, export_stack
-from lmms_tasks.utils.commands.upstream.sources import SourceTree
+from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
 from lmms_tasks.utils.commands.upstream.style import detect_style
 
 GIT = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid", "-c", "commit.gpgsign=false"]
@@ -158,6 +158,27 @@ def test_cli_list_prints_the_stack(mini_tree: SourceTree, fake_checkout: Path, m
     prs = stack.parse_listing(out)
     assert [pr["stem"] for pr in prs] == ["01-mybench"] and "test/eval/mybench/test_hooks.py" in prs[0]["files"]
     assert "would write 3 file(s)" in out and not (fake_checkout / stack.STACK_DIR).exists()
+
+
+def test_tests_marked_not_exported_stay_home_with_their_reason(mini_tree: SourceTree) -> None:
+    """`@pytest.mark.not_exported(reason=...)` drops a test from its exported file; a module-level `pytestmark`
+    keeps the whole file home, named with its reason; one without a reason stops the export."""
+    folder = mini_tree.tests_dir / "mybench"
+    (folder / "test_suite.py").write_text(
+        "import pytest\n\n\ndef test_one_per_class() -> None:\n    assert 1\n\n\n"
+        '@pytest.mark.not_exported(reason="a variant of test_one_per_class")\ndef test_a_variant() -> None:\n    assert 2\n'
+    )
+    (folder / "test_rerun.py").write_text('import pytest\n\npytestmark = pytest.mark.not_exported(reason="re-runs the suite as root")\n\n\ndef test_rerun() -> None:\n    assert 3\n')
+    result = exporter.build(mini_tree, None)
+    exported = result.plan.files["test/eval/mybench/test_suite.py"]
+    exported = exported if isinstance(exported, str) else exported.decode()
+    assert "def test_one_per_class" in exported and "test_a_variant" not in exported
+    assert "test/eval/mybench/test_suite.py::test_a_variant" in result.dropped_tests
+    assert "test/eval/mybench/test_rerun.py" not in result.plan.files
+    assert "test/eval/mybench/test_rerun.py (stays in lmms-tasks: not_exported: re-runs the suite as root)" in result.dropped_tests
+    (folder / "test_rerun.py").write_text("import pytest\n\npytestmark = pytest.mark.not_exported\n")
+    with pytest.raises(ExportError, match=r"test_rerun\.py:3: not_exported needs a reason"):
+        exporter.build(mini_tree, None)
 
 
 def test_a_test_needing_test_support_stays_home(mini_tree: SourceTree) -> None:

@@ -10,13 +10,13 @@ benchmark library imports this package, and `export-upstream` never exports it.
 
 | shim | feature (patch that retires it) |
 |---|---|
-| `task_config` | `TaskConfig.strip_responses`, `custom_dataset` and `process_results_batch` accepted (0001, 0004, 0006) |
+| `task_config` | `TaskConfig.strip_responses`, `custom_dataset`, `process_results_batch` and `score_each_repeat` accepted (0001, 0004, 0006, 0007) |
 | `responses` | `strip_responses: false` keeps responses unstripped (0001-task-strip-responses) |
 | `groups` | group aggregation with `match: exact`, `group_metric`, `subtasks=` and `.stderr` into `<name>_stderr_clt` (0002) |
 | `exit_status` | a non-zero exit status for incomplete scoring and caught evaluation errors (0003) |
 | `datasets` | `custom_dataset` loaders, retried for network errors only, `process_docs` not retried (0004) |
 | `batch_scoring` | `process_results_batch` scores every document on rank 0 before aggregation; samples updated (0006) |
-| `k_samples` | `--repeats K` scores each of the K responses, so the stability metrics appear (0007) |
+| `k_samples` | `--repeats K` scores each of the K responses of a task that sets `score_each_repeat`, so the stability metrics appear (0007) |
 | `baselines` | a local `--baseline` path gives each task its own samples file (0008); the printed table shows the paired comparison only on the compared metric's row (not yet in 0008) |
 
 `activate()` is called by each task folder's `utils.py` when lmms-eval first resolves one of its

@@ -1,19 +1,22 @@
-"""Backport: `--repeats K` scores each of the K responses, so the stability metrics appear (patch 0007).
+"""Backport: `--repeats K` scores each of the K responses of a task that sets `score_each_repeat: true`, so the
+stability metrics appear (patch 0007).
 
 lmms-eval 0.7.3 computes the per-response scores of k-samples mode (expected accuracy, consensus accuracy,
 internal variance, consistency rate) only when a document has K requests, but it clones ONE instance K
 times, so a document has one request whose `resps` holds the K responses: the stability metrics never
-appear. The patch scores each response with `process_results(doc, [response])` (after the same
-reasoning-tag stripping as the filtered response) when a document has one request with exactly `repeats`
-responses. The shim wraps `lmms_eval.evaluator._process_document_results` (a module global looked up at
+appear. The patch adds the task option `score_each_repeat` (default false; `TaskConfig` accepts it through
+the task_config shim) and, for a task that sets it, scores each response with `process_results(doc,
+[response])` (after the same reasoning-tag stripping as the filtered response) when a document has one
+request with exactly `repeats` responses. A task that does not set it gets the process_results calls 0.7.3
+makes, `--repeats` or not: each call may cost a judge call. The shim wraps `lmms_eval.evaluator._process_document_results` (a module global looked up at
 call time) to add those scores where 0.7.3 left none; the document's own metrics are untouched. Every
 metric of such a document now has per-response values, and a metric whose items carry no score (a count,
 any metric other than the task's `score_key`) is skipped quietly rather than with a warning per metric and
 task (the patch logs it at debug level): the shim wraps `TaskOutput.calculate_stability_metrics` to leave
 those metrics out.
 
-Feature probe: a direct call of `_process_document_results` on a tiny fake task (repeats 2, one request
-with two responses): 0.7.3 returns no per-response scores, the patched lmms-eval two. A probe of the
+Feature probe: a direct call of `_process_document_results` on a tiny fake task that opts in (repeats 2, one
+request with two responses): 0.7.3 returns no per-response scores, the patched lmms-eval two. A probe of the
 behaviour, not of a name, so it holds whatever else changes around the function; if the function is
 missing or has another signature there is nothing this shim could wrap, and it reports the feature present.
 """
@@ -27,8 +30,9 @@ NAME = "k_samples"
 PATCHES = ("0007-evaluator-k-samples-stability",)
 
 
-def _fake(repeats: int, responses: list[str]) -> tuple[Any, Any]:
-    task = SimpleNamespace(config=SimpleNamespace(repeats=repeats), process_results=lambda doc, results: {"probe": float(results[0] == "a")})
+def _fake(repeats: int, responses: list[str], score_each_repeat: bool = True) -> tuple[Any, Any]:
+    config = SimpleNamespace(repeats=repeats, score_each_repeat=score_each_repeat)
+    task = SimpleNamespace(config=config, process_results=lambda doc, results: {"probe": float(results[0] == "a")})
     request = SimpleNamespace(resps=list(responses), filtered_resps={"none": responses[0]}, raw_filtered_resps={}, args=(), token_counts=[], doc={})
     return task, request
 
@@ -68,8 +72,10 @@ def install() -> bool:
     def _process_document_results(item: Any, *, task: Any, filter_key: str, reasoning_tags: Any, log_samples: bool) -> Any:
         processed = process(item, task=task, filter_key=filter_key, reasoning_tags=reasoning_tags, log_samples=log_samples)
         _, doc, requests = item
-        repeats = getattr(getattr(task, "config", None), "repeats", 1) or 1
-        if not processed.per_sample_scores and repeats > 1 and len(requests) == 1 and isinstance(requests[0].resps, list) and len(requests[0].resps) == repeats:
+        config = getattr(task, "config", None)
+        repeats = getattr(config, "repeats", 1) or 1
+        opted_in = bool(getattr(config, "score_each_repeat", False))
+        if opted_in and not processed.per_sample_scores and repeats > 1 and len(requests) == 1 and isinstance(requests[0].resps, list) and len(requests[0].resps) == repeats:
             processed.per_sample_scores.update(response_scores(task, doc, requests[0], reasoning_tags))
         return processed
 

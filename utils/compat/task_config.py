@@ -1,5 +1,5 @@
-"""Backport: `TaskConfig` accepts `strip_responses`, `custom_dataset` and `process_results_batch` (patches
-0001, 0004 and 0006).
+"""Backport: `TaskConfig` accepts `strip_responses`, `custom_dataset`, `process_results_batch` and
+`score_each_repeat` (patches 0001, 0004, 0006 and 0007).
 
 lmms-eval 0.7.3 builds each task's config as `TaskConfig(**yaml)`, a dataclass, so an unknown YAML key
 raises before any hook runs. The shim replaces the module's `TaskConfig` with a subclass that adds the
@@ -13,11 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 NAME = "task_config"
-PATCHES = ("0001-task-strip-responses", "0004-task-custom-dataset", "0006-task-batch-scoring")
+PATCHES = ("0001-task-strip-responses", "0004-task-custom-dataset", "0006-task-batch-scoring", "0007-evaluator-k-samples-stability")
 FIELDS: tuple[tuple[str, Any, Any], ...] = (
     ("strip_responses", bool, True),
     ("custom_dataset", Callable | None, None),
     ("process_results_batch", Callable | None, None),
+    ("score_each_repeat", bool, False),
 )
 
 

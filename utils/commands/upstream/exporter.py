@@ -18,6 +18,7 @@ from lmms_tasks.utils.commands.upstream.pyrewrite import (
     UPSTREAM_SKIP_MARKER,
     drop_compat,
     drop_marked_tests,
+    not_exported_reason,
     read_python,
     rewrite_prose,
     rewrite_python,
@@ -206,8 +207,12 @@ class _Builder:
         self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, "", self.tree.pytest_markers, str(existing))
 
     def _test_support_needed(self, path: Path, shared_fixtures: set[str]) -> str | None:
-        """Why the test file at `path` cannot run on the exported runtime alone (None when it can)."""
+        """Why the test file at `path` cannot run on the exported runtime alone, or is marked to stay (None
+        when it is exported)."""
         source = drop_compat(read_python(path), str(path), self.tree.package)
+        kept = not_exported_reason(source, str(path))
+        if kept:
+            return f"not_exported: {kept}"
         source, _ = drop_marked_tests(source, str(path))
         result = rewrite_python(source, str(path), None, self.mapping)
         outside = sorted(dep for dep in result.dependencies if not self._is_runtime(dep))

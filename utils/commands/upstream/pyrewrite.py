@@ -342,12 +342,18 @@ def _source_path(tree, rel: str) -> Path:  # type: ignore[no-untyped-def]
 
 
 UPSTREAM_SKIP_MARKER = "include_path_only"
+# Tests kept out of the export though they would hold upstream: `@pytest.mark.not_exported(reason=...)` on a test
+# (or `pytestmark = pytest.mark.not_exported(reason=...)` for a whole file), e.g. the cases of a suite beyond one
+# per class, which would make lmms-eval's test run slow; they still run here.
+NOT_EXPORTED_MARKER = "not_exported"
 
 
-def drop_marked_tests(source: str, filename: str, marker: str = UPSTREAM_SKIP_MARKER) -> tuple[str, list[str]]:
+def drop_marked_tests(source: str, filename: str, marker: str | tuple[str, ...] = (UPSTREAM_SKIP_MARKER, NOT_EXPORTED_MARKER)) -> tuple[str, list[str]]:
     """Remove test functions/classes decorated with `@pytest.mark.<marker>`, and fixtures decorated with a
     plain `@<marker>` (pytest marks cannot decorate fixtures): checks that only hold while the tasks live
-    outside lmms-eval (e.g. "no built-in task has our names") are false once merged."""
+    outside lmms-eval (e.g. "no built-in task has our names") are false once merged, and tests marked
+    `not_exported` stay in lmms-tasks."""
+    markers = (marker,) if isinstance(marker, str) else marker
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
@@ -357,12 +363,34 @@ def drop_marked_tests(source: str, filename: str, marker: str = UPSTREAM_SKIP_MA
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [ast.unparse(d).split("(")[0] for d in node.decorator_list]
-            if any(name.endswith(f"mark.{marker}") or name == marker for name in names):
+            if any(name.endswith(f"mark.{m}") or name == m for name in names for m in markers):
                 start = min(d.lineno for d in node.decorator_list)
                 dropped.append((start, node.end_lineno or start, node.name))
     for start, end, _ in sorted(dropped, reverse=True):
         del lines[start - 1 : end]
     return "".join(lines), [name for _, _, name in sorted(dropped)]
+
+
+def not_exported_reason(source: str, filename: str) -> str | None:
+    """The reason of a module-level `pytestmark = pytest.mark.not_exported(reason=...)` (or in a list of
+    marks): the whole file stays in lmms-tasks. None when the file has no such mark."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise ExportError(f"{filename}:{exc.lineno}: cannot parse: {exc.msg}") from None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            for mark in marks:
+                call = mark if isinstance(mark, ast.Call) else None
+                name = ast.unparse(call.func if call else mark)
+                if name.endswith(f"mark.{NOT_EXPORTED_MARKER}"):
+                    reason = next((k.value for k in (call.keywords if call else []) if k.arg == "reason"), None)
+                    reason = reason or (call.args[0] if call and call.args else None)
+                    if not (isinstance(reason, ast.Constant) and isinstance(reason.value, str) and reason.value):
+                        raise ExportError(f"{filename}:{node.lineno}: not_exported needs a reason (a string)")
+                    return reason.value
+    return None
 
 
 COMPAT_PACKAGE = "utils.compat"  # below the package: lmms_tasks.utils.compat, the 0.7.3 backports

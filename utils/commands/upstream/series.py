@@ -41,13 +41,14 @@ FEATURES: dict[str, tuple[str, str]] = {
 }
 # How an exported task shows that it uses a feature (a pattern over its YAML and Python): the benchmark PRs
 # of the stack need the core PRs whose pattern matches (`stack.benchmark_prs`). Features no task file shows
-# (the retry policy, k-samples, baselines) are needed by none.
+# (the retry policy, baselines) are needed by none.
 USES: dict[str, str] = {
     "0001-task-strip-responses": r"^\s*strip_responses\s*:",
     "0002-group-exact-metrics": r"\bmatch\s*:\s*exact\b|\bgroup_metric\s*:",
     "0003-cli-exit-status": r"lmms_eval\.api\.run_status",
     "0004-task-custom-dataset": r"^\s*custom_dataset\s*:",
     "0006-task-batch-scoring": r"^\s*process_results_batch\s*:",
+    "0007-evaluator-k-samples-stability": r"^\s*score_each_repeat\s*:",
     "0009-openai-sampling-parameters": r"^\s+(top_p|seed|presence_penalty|frequency_penalty)\s*:",
 }
 # Patches that only some versions carry (the others' lmms-eval has the feature already).

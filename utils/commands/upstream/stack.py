@@ -53,9 +53,10 @@ EXISTING_TASKS: dict[str, str] = {
         "(`test/eval/test_batch_scoring_multiprocess.py` runs 2 processes with `accelerate launch --cpu`, gloo)."
     ),
     "0007-evaluator-k-samples-stability": (
-        "Only under `--repeats K` (K > 1): each of the K responses is scored with `process_results`, K more calls per document "
-        "(a task that judges in `process_results` makes K more judge calls); headline metrics are unchanged and the stability "
-        "metrics appear. Runs without `--repeats` are unchanged."
+        "Only under `--repeats K` (K > 1) for tasks that set `score_each_repeat: true`: each of the K responses is also "
+        "scored with `process_results`, K more calls per document (a task that judges in `process_results` makes K more judge "
+        "calls); headline metrics are unchanged and the stability metrics appear. Every other task makes exactly the "
+        "`process_results` calls it makes today, `--repeats` or not."
     ),
     "0008-baselines-per-task-samples": "Only under a local `--baseline` with several tasks: each task is compared with its own samples file instead of the first task's.",
     "0009-openai-sampling-parameters": (
