@@ -55,6 +55,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         report.longrepr = f"loguru reported a logging error during {report.when} (see the captured output): {LOGURU_ERROR}"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the markers into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n N --dist loadgroup`, as scripts/test.sh runs the suite) a worker takes whole
     groups: one group per test module, so a module's fixtures (one lmms-eval run shared by its tests) are
@@ -63,6 +64,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         module = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group("demo" if module in demo else module))
+
+
+_UNGROUPED = "_lmms_tasks_ungrouped"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker under `--dist loadgroup`: the groups must have reached the node ids (xdist appends
+    `@<group>`). Where they did not (a pytest / pytest-xdist pair that disagree on where a node id lives: pytest
+    9.2 with pytest-xdist 3.8), every module fixture would silently be built again on each worker; every test
+    then fails at once with the reason (`_refuse_ungrouped_runs`)."""
+    config = session.config
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup") and session.items and not any("@" in item.nodeid for item in session.items):
+        setattr(config, _UNGROUPED, True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _refuse_ungrouped_runs(request: pytest.FixtureRequest) -> None:
+    if getattr(request.config, _UNGROUPED, False):
+        pytest.fail(
+            f"pytest-xdist's --dist loadgroup did not group the tests (pytest {pytest.__version__}): install the versions setup.cfg's "
+            "[test] extra names (scripts/setup_env.sh does), or run in one process (LMMS_TASKS_TEST_WORKERS=0)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
