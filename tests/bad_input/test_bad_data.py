@@ -259,6 +259,8 @@ def test_a_decoded_image_is_remembered_by_content_and_a_damaged_one_never(tmp_pa
     from lmms_tasks.utils.services import schema
 
     monkeypatch.setenv("LMMS_TASKS_MEDIA_CACHE_DIR", str(tmp_path / "media"))
+    monkeypatch.setattr(schema, "_verified", set())  # a fresh process: an earlier test of this worker may have checked the same bytes
+    monkeypatch.setattr(schema, "_indexed", set())
     good, bad = tmp_path / "good.png", tmp_path / "bad.png"
     good.write_bytes(png(3))
     bad.write_bytes(damaged_pixels_png(3))
