@@ -37,6 +37,7 @@ from lmms_tasks.utils.commands.report.runs import (
 from lmms_tasks.utils.commands.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
+from lmms_tasks.utils.services.taskconfig import benchmark_of
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
@@ -310,8 +311,15 @@ def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
 HUMANEVAL_V1 = (("pass@1", "humaneval_v1", "pass@1"), ("pass@10", "humaneval_v1_pass10", "pass@10"))
 
 
+def _is_humaneval(task: str) -> bool:
+    """Whether HumanEval-V's folder declares the task (by its YAML's place, never by its name)."""
+    return benchmark_of(task) == "humaneval_v"
+
+
 def _humaneval_runs(runs: Sequence[Run]) -> list[Run]:
-    return [run for run in runs if any(name.startswith(HUMANEVAL_PREFIX) for name in run.owner)]
+    """Runs with a v2 task (a HumanEval-V task that is not one of v1's)."""
+    v1_tasks = {task for _, task, _ in HUMANEVAL_V1}
+    return [run for run in runs if any(_is_humaneval(name) and name not in v1_tasks for name in run.owner)]
 
 
 def _humaneval_v1_runs(runs: Sequence[Run]) -> list[Run]:
@@ -365,9 +373,8 @@ def _humaneval_v1_table(have: Sequence[Run]) -> Table:
 
 def _humaneval_health(section: Section, runs: Sequence[Run]) -> None:
     health = Table("hev-health", "HumanEval-V parse success and descriptions", ["Run", "Task", "Metric", "Value"])
-    v1_tasks = {task for _, task, _ in HUMANEVAL_V1}
     for run in runs:
-        for task in sorted(n for n in run.owner if n.startswith(HUMANEVAL_PREFIX) or n in v1_tasks):
+        for task in sorted(n for n in run.owner if _is_humaneval(n)):
             sec = run.section(task)
             for name, decimals in (("parse_success_rate", OFFICIAL), ("parse_success_rate_unrounded", SCORE), ("description_rate", SCORE)):
                 value = metric(sec, name)
