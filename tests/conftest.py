@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -18,23 +19,37 @@ import lmms_eval.llm_judge.launcher  # noqa: F401
 import lmms_eval.models  # noqa: F401
 import pytest
 
+from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
 _OWN_BASETEMP = "_lmms_tasks_own_basetemp"
+_OWN_MEDIA_CACHE = "_lmms_tasks_own_media_cache"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """A temporary root of this run's own (unless --basetemp is given): pytest's default root is shared by every
     run of the user, and each run deletes all but the newest three run folders there, so concurrent runs could
-    delete each other's files. pytest-xdist workers get folders below it (`<basetemp>/popen-gwN`)."""
-    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+    delete each other's files. pytest-xdist workers get folders below it (`<basetemp>/popen-gwN`).
+
+    The image-verdict cache (`LMMS_TASKS_MEDIA_CACHE_DIR`, default ~/.cache/lmms_tasks/media) is the run's own too,
+    set before the workers start so they, and every lmms-eval they run, inherit it: tests write nothing under the
+    user's home, and a verdict the user's cache holds never answers a test."""
+    if hasattr(config, "workerinput"):
+        return
+    if config.option.basetemp is None:
         config.option.basetemp = tempfile.mkdtemp(prefix="lmms_tasks-pytest-")
         setattr(config, _OWN_BASETEMP, config.option.basetemp)
+    media = tempfile.mkdtemp(prefix="lmms_tasks-media-")
+    setattr(config, _OWN_MEDIA_CACHE, media)
+    os.environ[MEDIA_CACHE_ENV] = media
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
+    media = getattr(session.config, _OWN_MEDIA_CACHE, None)
+    if media is not None:
+        shutil.rmtree(media, ignore_errors=True)
     own = getattr(session.config, _OWN_BASETEMP, None)
     if own is None:
         return
