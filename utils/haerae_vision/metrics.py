@@ -100,12 +100,6 @@ class ScoredTask:
         judged = [q for q in (self.scores if ids is None else ids) if q not in self.failed]
         return sum(self.counted(q) for q in judged) / len(judged) if judged else 0.0
 
-    def stderr(self) -> float | str:
-        """SD(judged item scores, ddof=1) / sqrt(n_judged), on the 0-1 scale."""
-        from lmms_tasks.utils.services.stats import clt_stderr
-
-        return clt_stderr(self.counted(q) for q in self.judged)
-
     def item_scores(self) -> dict[str, float]:
         """The judged items' official values (a reply without a usable score: 0.0), by question_idx."""
         return {q: self.counted(q) for q in self.judged}

@@ -210,12 +210,3 @@ def task_pass_at_k(scored: Scored, k: int) -> dict[str, float] | None:
     if not counts or any(n < k for n, _ in counts.values()):
         return None
     return {q: pass_at_k(n, c, k) * 100 for q, (n, c) in counts.items()}
-
-
-def pass_at_stderr(scored: Scored, k: int) -> float | str:
-    """SD(per-task pass@k x100, ddof=1) / sqrt(n_tasks): the standard error of the unrounded pass@k (the
-    rounded number's too); "N/A" when pass@k is omitted or there is one task."""
-    from lmms_tasks.utils.services.stats import NA, clt_stderr
-
-    per_task = task_pass_at_k(scored, k)
-    return NA if per_task is None else clt_stderr(per_task.values())

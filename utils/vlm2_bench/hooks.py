@@ -46,9 +46,9 @@ from lmms_tasks.utils.vlm2_bench.metrics import (
     gc_pairs,
     grp_accuracy,
     grp_units,
+    vid_se_unit_scores,
     vid_stats,
     vid_type,
-    vid_se_unit_scores,
     vid_type_pct,
 )
 from lmms_tasks.utils.vlm2_bench.parsers import grp_correct, parse_count, parse_judge_score, parse_tf

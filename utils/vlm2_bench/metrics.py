@@ -9,7 +9,6 @@ one", and groups by id, never by position. All scores are on the 0-100 scale.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
