@@ -119,6 +119,9 @@ def build_all(encode: bool) -> dict[str, float]:
     """Each loader + doc_to_messages for every document; returns counts and timings."""
     from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 
+    # Only the requests are built: nothing is judged, so PC-VID's loader skips the judge's preflight.
+    os.environ["LMMS_TASKS_JUDGE_PREFLIGHT"] = "0"
+
     encoder = None
     if encode:
         from lmms_eval.protocol import ChatMessages
