@@ -110,9 +110,6 @@ def main() -> None:
         gated = [v.gated for v in batch.verdicts]
         disagree = sum(1 for a, b, g in zip(ours, bare_passed, gated) if not g and a != b)
         print(f"verdicts differing from bare execution on non-gated programs: {disagree}")
-        from lmms_tasks.utils.humaneval_v import execution
-
-        execution.clear_memo()
         started = time.monotonic()
         evaluate_programs("bench_humaneval_v", sources, limits=limits, workers=args.workers, cache_dir=cache, progress=False)
         print(f"re-score from the cache: {time.monotonic() - started:7.1f} s")
