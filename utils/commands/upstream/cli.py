@@ -106,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the exported files ({len(result.plan.files)} new, 1 modified):")
             print(listing.markdown(result.plan.files, writer.catalog.CATALOG_PATH, len(result.plan.catalog_lines)))
     else:
-        core = sum(pr.kind == "core" for pr in built.prs)
+        kinds = {kind: sum(pr.kind == kind for pr in built.prs) for kind in ("core", "service", "benchmark")}
         print(
-            f"the stack: {len(built.prs)} pull request(s), {core} core ({built.version or 'none needed'}) then {len(built.prs) - core} benchmark(s), in "
+            f"the stack: {len(built.prs)} pull request(s), {kinds['core']} core ({built.version or 'none needed'}), {kinds['service']} shared "
+            f"service(s), then {kinds['benchmark']} benchmark(s), in "
             f"{stack.STACK_DIR}/ (one patch and one description each). Make the stacked branches (docs/UPSTREAM.md):\n"
             f"  cd {root} && for p in {stack.STACK_DIR}/*.patch; do git checkout -q -b \"lmms-tasks/$(basename \"$p\" .patch)\" && git am -q \"$p\" || break; done"
         )
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             counted = stack.sizes(built)
             limits = {name: stack.BENCHMARK_LIMIT for name in counted if name != "total"} | {"total": stack.TOTAL_LIMIT}
             print("non-test Python lines (wc -l): " + ", ".join(f"{name} {n} (goal <= {limits[name]})" for name, n in counted.items()))
+            print("Python each service or benchmark PR adds: " + ", ".join(f"{pr.name} {pr.python_lines['task']}" for pr in built.prs if pr.kind != "core"))
     if result.third_party:
         print("third-party imports in the exported code: " + ", ".join(sorted(result.third_party)))
         missing = exporter.undeclared_imports(result.third_party, root)

@@ -32,6 +32,48 @@ TEST_ROOT = "test/eval"
 PROVIDED_TOP_LEVEL = {"__version__", "BENCHMARKS", "tasks_path"}
 
 
+@dataclass(frozen=True)
+class Service:
+    """A shared runtime service the benchmarks call, proposed as a pull request of its own ahead of them (the stack):
+    its modules (relative to the library package; their import closure goes with them) and the folder of its tests
+    (`tests/<tests>/`, exported to `test/eval/<tests>/` by the same rules as a benchmark's tests, and only those that
+    need nothing beyond this service and the ones before it)."""
+
+    name: str
+    modules: tuple[str, ...]
+    tests: str
+    title: str
+    what: str
+
+
+SERVICES = (
+    Service(
+        "judge_client",
+        ("services.judge", "services.verdicts"),
+        "judge",
+        "feat(tasks): shared LLM-judge client with a disk cache, resume, bounded concurrency and network-only retries",
+        "An OpenAI-compatible (and Azure) judge client for task scoring hooks: every request is cached on disk under a key of its exact "
+        "payload, so an interrupted run resumes where it stopped and a re-score sends nothing; requests run on a bounded thread pool; "
+        "connection errors, timeouts, malformed replies, HTTP 429 and 5xx are retried with backoff (honouring `Retry-After`), other "
+        "errors are not; the judge is checked once before inference starts; each item carries its verdict, and a run where too "
+        "large a share of the replies has no readable verdict (a misconfigured judge) is reported incomplete (exit status 3) "
+        "with sample replies; API keys are redacted from every message it writes.",
+    ),
+    Service(
+        "code_sandbox",
+        ("services.sandbox",),
+        "sandbox",
+        "feat(tasks): subprocess sandbox for scoring generated code",
+        "Runs model-written programs, each in a fresh interpreter with CPU, memory, file-size, open-file and task limits, an "
+        "environment without the parent's secrets, captured and capped output, and a temporary work directory; where the kernel "
+        "allows, fresh user, pid, network and mount namespaces (no network, a read-only view of the system, no host /proc), "
+        "Landlock and a pids cgroup, with a documented fallback where it does not. A result channel carrying a per-run token "
+        "decides the verdict, no process outlives its program, a bounded pool keeps one sandbox started per worker, and "
+        "verdicts are cached on disk by content, so a re-score runs nothing.",
+    ),
+)
+
+
 @dataclass
 class Export:
     """A plan plus what the report needs: leftover mentions, third-party imports, group names."""
@@ -41,6 +83,7 @@ class Export:
     dropped_tests: list[str] = field(default_factory=list)
     third_party: set[str] = field(default_factory=set)
     task_names: dict[str, list[str]] = field(default_factory=dict)
+    services: list[Service] = field(default_factory=list)  # the SERVICES the exported tasks call
     series: Any = None  # series.SeriesPlan, set by cli.export
 
 
@@ -177,24 +220,28 @@ class _Builder:
                 self.files[dest] = path.read_bytes()
         return _top_level_names(folder)
 
-    def tests(self, benchmark: str) -> None:
+    def tests(self, benchmark: str, runtime: set[str] | None = None) -> None:
         """The benchmark's tests that need nothing but the exported runtime: a test file that imports test support
         (our stand-in server, fixture writers, the report, `score`: modules the task folders never reach) or asks for
         a fixture of the shared `tests/conftest.py` (which is test support itself) stays in lmms-tasks and is named
-        in `dropped_tests`. Call after `closure()` of the task folders, so `self.done` is the runtime."""
+        in `dropped_tests`. Call after `closure()` of the task folders, so `self.done` is the runtime (or give the
+        modules the tests may use as `runtime`)."""
         tests_dir = self.tree.tests_dir
         if tests_dir is None or not (tests_dir / benchmark).is_dir():
             return
         dest_root = f"{TEST_ROOT}/{benchmark}"
         shared = tests_dir / "conftest.py"
-        shared_fixtures = set(_fixture_names(shared, every=True)) if shared.is_file() else set()
+        shared_fixtures = dict.fromkeys(_fixture_names(shared, every=True) if shared.is_file() else [], "tests/conftest.py")
+        own = tests_dir / benchmark / "conftest.py"
+        if own.is_file() and self._test_support_needed(own, shared_fixtures, runtime):  # it stays: so do the tests that use its fixtures
+            shared_fixtures |= dict.fromkeys(_fixture_names(own, every=True), f"tests/{benchmark}/conftest.py")
         exported = 0
         for path in iter_files(tests_dir / benchmark):
             rel = path.relative_to(tests_dir / benchmark).as_posix()
             if path.suffix != ".py":
                 self.files[f"{dest_root}/{rel}"] = path.read_bytes()
                 continue
-            reason = self._test_support_needed(path, shared_fixtures)
+            reason = self._test_support_needed(path, shared_fixtures, runtime)
             if reason:
                 self.dropped_tests.append(f"{dest_root}/{rel} (stays in lmms-tasks: {reason})")
                 continue
@@ -206,7 +253,7 @@ class _Builder:
         existing = self.files.get(f"{dest_root}/conftest.py", "")
         self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, "", self.tree.pytest_markers, str(existing))
 
-    def _test_support_needed(self, path: Path, shared_fixtures: set[str]) -> str | None:
+    def _test_support_needed(self, path: Path, shared_fixtures: dict[str, str], runtime: set[str] | None = None) -> str | None:
         """Why the test file at `path` cannot run on the exported runtime alone, or is marked to stay (None
         when it is exported)."""
         source = drop_compat(read_python(path), str(path), self.tree.package)
@@ -215,12 +262,12 @@ class _Builder:
             return f"not_exported: {kept}"
         source, _ = drop_marked_tests(source, str(path))
         result = rewrite_python(source, str(path), None, self.mapping)
-        outside = sorted(dep for dep in result.dependencies if not self._is_runtime(dep))
+        outside = sorted(dep for dep in result.dependencies if not (dep in runtime if runtime is not None else self._is_runtime(dep)))
         if outside:
             return f"imports {', '.join(outside)}"
-        used = sorted({a.arg for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for a in node.args.args} & shared_fixtures)
+        used = sorted({a.arg for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for a in node.args.args} & set(shared_fixtures))
         if used:
-            return f"uses the fixture(s) {', '.join(used)} of tests/conftest.py"
+            return f"uses the fixture(s) {', '.join(used)} of {' and '.join(sorted({shared_fixtures[name] for name in used}))}"
         return None
 
     def _is_runtime(self, module: str) -> bool:
@@ -349,9 +396,14 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
         lines.append(entry.line())
         sections[entry.line()] = entry.section
     builder.closure()  # the runtime: what the task folders reach
+    export.services = services(tree, builder.done)
     if include_tests:
         for benchmark in tree.benchmarks:
             builder.tests(benchmark)
+        allowed: set[str] = set()
+        for service in export.services:
+            allowed |= service_modules(tree, service)
+            builder.tests(service.tests, allowed)
         builder.closure()  # adds nothing: an exported test needs only the runtime
     builder.shared_init()
     builder.rewrite_docs()
@@ -364,6 +416,34 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
     export.dropped_tests = builder.dropped_tests
     export.third_party = builder.third_party
     return export
+
+
+def services(tree: SourceTree, runtime: set[str]) -> list[Service]:
+    """The SERVICES whose entry module is part of `runtime` (the modules an export reaches), in order."""
+    return [s for s in SERVICES if any(f"{tree.library_package}.{m}" in runtime for m in s.modules)]
+
+
+def _service_builder(tree: SourceTree, service: Service) -> _Builder:
+    builder = _Builder(tree)
+    builder.pending += [(f"{tree.library_package}.{m}", service.name) for m in service.modules]
+    builder.closure()
+    return builder
+
+
+def service_modules(tree: SourceTree, service: Service) -> set[str]:
+    """The service's modules and everything they import (parent packages included)."""
+    return _service_builder(tree, service).done
+
+
+def service_files(tree: SourceTree, service: Service) -> set[str]:
+    """Where the service's modules and everything they import go (parent packages and their data included; not the
+    generated shared package `__init__`)."""
+    return set(_service_builder(tree, service).files)
+
+
+def shared_init_path(tree: SourceTree) -> str:
+    """Where the generated shared package `__init__` (holding `BENCHMARKS`) goes."""
+    return ModuleMap(tree).target_path(tree.package, True)
 
 
 def undeclared_imports(modules: set[str], root: Path) -> list[str]:

@@ -1,9 +1,10 @@
 """The contribution as lmms-eval takes it: an ordered stack of pull requests, each of one concern.
 
 First the core changes, one PR per patch of the series that the checkout lacks (`series.plan`: the files in
-`patch_series/<version>/`, so deleting a patch file drops its PR), then one PR per benchmark: its task folder,
-its library, the shared runtime modules it is the first to need, its tests that run on that runtime alone,
-and its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the
+`patch_series/<version>/`, so deleting a patch file drops its PR), then one PR per shared service the tasks call
+(`exporter.SERVICES`: the judge client, the code sandbox; its modules and its tests), then one PR per benchmark:
+its task folder, its library, the other shared runtime modules it is the first to need, its tests that run on
+that runtime alone, and its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the
 first k benchmarks and that of the first k-1, so a later PR may also touch a file an earlier one added (the
 shared `__init__.py`'s `BENCHMARKS`).
 
@@ -84,7 +85,7 @@ class PullRequest:
     """One PR of the stack: its patch (git am-able), description and what the listing shows."""
 
     name: str  # "0003-cli-exit-status" or the benchmark folder name
-    kind: str  # "core" | "benchmark"
+    kind: str  # "core" | "service" | "benchmark"
     title: str
     needs: list[str]
     patch: bytes
@@ -203,12 +204,77 @@ def _git(cwd: Path, *args: str) -> str:
     return out.stdout.decode("utf-8", errors="replace")
 
 
+def _commit(repo: Path, files: dict[str, bytes], previous: dict[str, bytes], title: str) -> tuple[dict[str, bytes], bytes]:
+    """Make the scratch repository hold `files` (removing what `previous` had beyond them), commit it as `title`;
+    the files that changed and the commit as a `git am`-able patch."""
+    for rel in set(previous) - set(files):
+        (repo / rel).unlink()
+    changed = {rel: data for rel, data in files.items() if previous.get(rel) != data}
+    for rel, data in changed.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(data)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", title)
+    return changed, _git(repo, "format-patch", "-1", "--zero-commit", "--binary", "--no-signature", "--stdout").encode("utf-8")
+
+
+def _without_benchmarks(init: bytes) -> bytes:
+    """The shared package `__init__` before any benchmark PR: `BENCHMARKS` names no folder yet."""
+    text, n = re.subn(r"^BENCHMARKS = .*$", "BENCHMARKS = ()", init.decode("utf-8"), flags=re.MULTILINE)
+    if n != 1:
+        raise ExportError("the shared package __init__ has no one-line `BENCHMARKS = ...` to empty for the service PRs")
+    return text.encode("utf-8")
+
+
+def service_prs(
+    repo: Path, tree: SourceTree, full: exporter.Export, core: list[PullRequest], owner: dict[str, str]
+) -> tuple[list[PullRequest], dict[str, bytes]]:
+    """One PR per shared service the exported tasks call (`exporter.SERVICES`), before the benchmarks: its modules
+    with what they import that no earlier service PR added, and its exportable tests. Texts are those of the full
+    export, so the benchmark PRs leave them alone (except `BENCHMARKS` in the shared `__init__`)."""
+    files = full.plan.files
+    init = exporter.shared_init_path(tree)
+    state: dict[str, bytes] = {}
+    prs = []
+    for service in full.services:
+        paths = (exporter.service_files(tree, service) | {init}) - set(state)
+        paths |= {rel for rel in files if rel.startswith(f"{exporter.TEST_ROOT}/{service.tests}/")}
+        added = {rel: (_without_benchmarks(files[rel]) if rel == init else files[rel]) for rel in sorted(paths)}
+        needs = [pr.name for pr in core if pr.name in _uses(added, series.USES)]
+        needs += sorted({owner[rel] for rel in state if rel in owner and rel in _named_by(added, state)})
+        changed, patch = _commit(repo, {**state, **added}, state, service.title)
+        state = {**state, **added}
+        for rel in changed:
+            owner.setdefault(rel, service.name)
+        touched, lines, python = count_added(patch)
+        tests = sorted({f.rsplit("/", 1)[0] for f in touched if f.startswith(f"{exporter.TEST_ROOT}/{service.tests}/")})
+        body = "\n\n".join(
+            [
+                f"## What\n\n{service.what}",
+                *([f"## Needs\n\n" + ", ".join(f"`{n}`" for n in needs)] if needs else []),
+                "## Why\n\nThe benchmark PRs that follow call it from their scoring hooks; it is proposed on its own so it can be "
+                "reviewed (and reused by other tasks) apart from any benchmark. It lives with the other shared task code under "
+                "`lmms_eval/tasks/_task_utils/`.",
+                "## What changes for existing tasks\n\nNothing: new modules only; no existing task imports them.",
+                "## How it was tested\n\n"
+                + (f"`python -m pytest {' '.join(tests)}` (no network). " if tests else "")
+                + "In lmms-tasks, `tests/upstream/test_stack.py` applies the stack PR by PR to a copy of lmms-eval 0.7.3 and runs each PR's "
+                "tests after it; lmms-tasks' own suite tests it further with a stand-in server and hostile programs.",
+            ]
+        )
+        prs.append(PullRequest(service.name, "service", service.title, needs, patch, body, touched, lines, python))
+    return prs, state
+
+
 def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tests: bool, core: list[PullRequest]) -> tuple[list[PullRequest], exporter.Export]:
-    """One PR per benchmark: the difference between the export of the first k benchmarks and of the first k-1."""
+    """The service PRs, then one PR per benchmark: the difference between the export of the first k benchmarks and of
+    the first k-1 (the service PRs' files kept as they added them)."""
     catalog_path = root / catalog.CATALOG_PATH
     base_catalog = catalog_path.read_text(encoding="utf-8") if catalog_path.is_file() else None
     prs: list[PullRequest] = []
-    full = None
+    formatted: dict[tuple[str, bytes], bytes] = {}
+    full = exporter.build(tree, None, include_tests=include_tests)
+    full.plan.files = _formatted(full.plan.files, style, formatted)
     with tempfile.TemporaryDirectory(prefix="lmms_tasks_stack_") as scratch:
         repo = Path(scratch)
         _git(repo, "init", "-q")
@@ -217,38 +283,29 @@ def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tes
             (repo / catalog.CATALOG_PATH).write_text(base_catalog, encoding="utf-8")
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "--allow-empty", "-m", "base")
-        previous: dict[str, bytes] = {}
-        formatted: dict[tuple[str, bytes], bytes] = {}
-        owner: dict[str, str] = {}  # file -> the benchmark PR that added it
+        owner: dict[str, str] = {}  # file -> the service or benchmark PR that added it
+        prs, previous = service_prs(repo, tree, full, core, owner)
+        init = exporter.shared_init_path(tree)
+        kept = {rel: data for rel, data in previous.items() if rel != init}
         for k, benchmark in enumerate(tree.benchmarks, start=1):
             result = exporter.build(replace(tree, benchmarks=tree.benchmarks[:k]), None, include_tests=include_tests)
-            files = _formatted(result.plan.files, style, formatted)
-            result.plan.files = files
-            full = result
-            files = dict(files)
+            files = {**_formatted(result.plan.files, style, formatted), **kept}
             files[catalog.CATALOG_PATH] = catalog.patch(base_catalog, result.plan.catalog_lines, result.plan.catalog_sections, []).encode("utf-8")
-            for rel in set(previous) - set(files):
-                (repo / rel).unlink()
-            changed = {rel: data for rel, data in files.items() if previous.get(rel) != data}
-            for rel, data in changed.items():
-                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-                (repo / rel).write_bytes(data)
             names = result.task_names[benchmark]
             entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
             title = f"feat(tasks): add {entry.name} ({', '.join(names)})"
+            changed = {rel: data for rel, data in files.items() if previous.get(rel) != data}
             runtime = {r: d for r, d in files.items() if r.startswith((f"lmms_eval/tasks/{benchmark}/", "lmms_eval/tasks/_task_utils/"))}
             needs = [pr.name for pr in core if pr.name in _uses(runtime, series.USES)]
-            needs += sorted({owner[rel] for rel in files if rel in owner and rel in _imported_by(files, benchmark)} | {owner[rel] for rel in changed if rel in owner})
-            _git(repo, "add", "-A")
-            _git(repo, "commit", "-q", "-m", title)
-            patch = _git(repo, "format-patch", "-1", "--zero-commit", "--binary", "--no-signature", "--stdout").encode("utf-8")
+            own = {r: d for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/")}
+            needs += sorted({owner[rel] for rel in files if rel in owner and rel in _named_by(own, files)} | {owner[rel] for rel in changed if rel in owner})
+            _, patch = _commit(repo, files, previous, title)
             touched, lines, python = count_added(patch)
             for rel in changed:
                 owner.setdefault(rel, benchmark)
             body = _benchmark_body(benchmark, entry.name, names, touched, needs, result.dropped_tests)
             prs.append(PullRequest(benchmark, "benchmark", title, needs, patch, body, touched, lines, python))
             previous = files
-    assert full is not None
     return prs, full
 
 
@@ -264,9 +321,10 @@ def _formatted(files: dict[str, bytes], style: Style | None, cache: dict[tuple[s
     return {rel: cache.get((rel, data), data) if rel.endswith(".py") else data for rel, data in files.items()}
 
 
-def _imported_by(files: dict[str, bytes], benchmark: str) -> set[str]:
-    """The shared files the benchmark's own files name (by module path), one level: enough to say which earlier PR it needs."""
-    text = "\n".join(d.decode("utf-8", errors="replace") for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/") and r.endswith(".py"))
+def _named_by(sources: dict[str, bytes], files: dict[str, bytes]) -> set[str]:
+    """The shared files among `files` that the Python of `sources` names (by module path), one level: enough to say
+    which earlier PR it needs."""
+    text = "\n".join(d.decode("utf-8", errors="replace") for r, d in sources.items() if r.endswith(".py"))
     needed = set()
     for rel in files:
         if rel.startswith("lmms_eval/tasks/_task_utils/") and rel.endswith(".py"):
@@ -342,7 +400,7 @@ def listing(stack: Stack) -> str:
     return "\n".join(out)
 
 
-_HEAD = re.compile(r"^(?P<n>\d+)\. `(?P<stem>[^`]+)` \((?P<kind>core|benchmark)\) (?P<title>.+)$")
+_HEAD = re.compile(r"^(?P<n>\d+)\. `(?P<stem>[^`]+)` \((?P<kind>core|service|benchmark)\) (?P<title>.+)$")
 _NEEDS = re.compile(r"^    needs: (?P<needs>.+?); (?P<count>\d+) file\(s\), \+(?P<c>\d+)/(?P<t>\d+)/(?P<x>\d+) lines")
 _FILE = re.compile(r"^    - `(?P<path>[^`]+)`$")
 
