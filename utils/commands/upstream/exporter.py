@@ -44,6 +44,7 @@ class Service:
     tests: str
     title: str
     what: str
+    tested_at_home: str  # what lmms-tasks' own suite adds to the exported tests
 
 
 SERVICES = (
@@ -58,6 +59,8 @@ SERVICES = (
         "errors are not; the judge is checked once before inference starts; each item carries its verdict, and a run where too "
         "large a share of the replies has no readable verdict (a misconfigured judge) is reported incomplete (exit status 3) "
         "with sample replies; API keys are redacted from every message it writes.",
+        "the client against a stand-in OpenAI-compatible server (resume after a kill, retries, preflight failures, Azure) and "
+        "every judged task end to end through the real CLI",
     ),
     Service(
         "code_sandbox",
@@ -70,6 +73,7 @@ SERVICES = (
         "Landlock and a pids cgroup, with a documented fallback where it does not. A result channel carrying a per-run token "
         "decides the verdict, no process outlives its program, a bounded pool keeps one sandbox started per worker, and "
         "verdicts are cached on disk by content, so a re-score runs nothing.",
+        "every variant of the hostile-program suite, also re-run as an unprivileged user and three times under CPU load",
     ),
 )
 

@@ -259,7 +259,7 @@ def service_prs(
                 "## How it was tested\n\n"
                 + (f"`python -m pytest {' '.join(tests)}` (no network). " if tests else "")
                 + "In lmms-tasks, `tests/upstream/test_stack.py` applies the stack PR by PR to a copy of lmms-eval 0.7.3 and runs each PR's "
-                "tests after it; lmms-tasks' own suite tests it further with a stand-in server and hostile programs.",
+                f"tests after it; lmms-tasks' own suite also runs {service.tested_at_home}.",
             ]
         )
         prs.append(PullRequest(service.name, "service", service.title, needs, patch, body, touched, lines, python))
