@@ -142,7 +142,7 @@ def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:
     `lmms_tasks` unimportable): the unit tests pass (e2e runs: the next test; the hostile sandbox suite runs
     in our tree, and `-c` scripts naming our package are excluded by the check above)."""
     folders = sorted({f.split("/")[2] for f in site.files if f.startswith("test/eval/") and f.count("/") > 2})
-    assert set(site.benchmarks) | {"judge", "sandbox"} <= set(folders)
+    assert set(site.benchmarks) | {"cache", "judge", "sandbox"} <= set(folders)
     folders = [f"test/eval/{name}" for name in folders]
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *folders, "-m", "not e2e and not slow"]
     command += ["--ignore=test/eval/sandbox/test_sandbox_hostile.py"]

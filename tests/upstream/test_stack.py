@@ -1,5 +1,5 @@
 """export-upstream's stack of pull requests: core changes first (one per patch of the series, 0004 split into the
-opt-in loader and the all-task retry policy), then one per shared service (judge client, code sandbox), then one per benchmark; each PR applies with `git am` on top of the
+opt-in loader and the all-task retry policy), then one per shared service (disk cache, judge client, code sandbox), then one per benchmark; each PR applies with `git am` on top of the
 ones before it and its tests pass right after it; `--list` and docs/UPSTREAM.md show the same stack; the size goals."""
 
 from __future__ import annotations
@@ -53,16 +53,18 @@ def test_the_stack_is_the_core_patches_then_the_shared_services_then_one_pr_per_
     assert "0001-task-strip-responses" in by_name["humaneval_v"].needs and "0001-task-strip-responses" not in by_name["vlm2_bench"].needs
     assert "0004-task-load-retry-network-errors" not in by_name["vlm2_bench"].needs
     # each service PR holds its modules and its tests; the benchmark PRs that call it need it and leave its files alone
-    judge, sandbox = by_name["judge_client"], by_name["code_sandbox"]
+    cache, judge, sandbox = by_name["task_cache"], by_name["judge_client"], by_name["code_sandbox"]
+    assert "lmms_eval/tasks/_task_utils/lmms_tasks/services/cache.py" in cache.files and "test/eval/cache/test_cache.py" in cache.files
+    assert judge.needs[-1:] == sandbox.needs == ["task_cache"]  # each service needs the cache, not the other service
     assert {"lmms_eval/tasks/_task_utils/lmms_tasks/services/judge.py", "lmms_eval/tasks/_task_utils/lmms_tasks/services/verdicts.py"} <= set(judge.files)
     assert {"lmms_eval/tasks/_task_utils/lmms_tasks/services/sandbox.py", "lmms_eval/tasks/_task_utils/lmms_tasks/services/sandbox_child.py"} <= set(sandbox.files)
     assert any(f.startswith("test/eval/judge/test_") for f in judge.files) and "test/eval/sandbox/test_sandbox_hostile.py" in sandbox.files
     assert "judge_client" in by_name["haerae_vision"].needs and "code_sandbox" in by_name["humaneval_v"].needs and "code_sandbox" not in by_name["haerae_vision"].needs
-    service_files = set(judge.files) | set(sandbox.files)
+    service_files = set(cache.files) | set(judge.files) | set(sandbox.files)
     init = exporter.shared_init_path(stack_export.tree)
     for benchmark in stack_export.tree.benchmarks:
         assert set(by_name[benchmark].files) & service_files <= {init}, benchmark  # only `BENCHMARKS` changes
-    assert "BENCHMARKS = ()" in judge.patch.decode()
+    assert "BENCHMARKS = ()" in cache.patch.decode()
 
 
 def test_docs_upstream_shows_the_stack_of_list(stack_export: Any) -> None:
@@ -126,17 +128,19 @@ def test_size_of_the_whole_stack(stack_export: Any) -> None:
 
 
 def test_size_of_one_benchmark_exported_alone(stack_export: Any, tmp_path: Path) -> None:
-    """`--benchmark haerae_vision`: the judge client it calls is a PR of its own; HAERAE-Vision's PR (its folder and the
+    """`--benchmark haerae_vision`: the judge client it calls (and the cache under it) are PRs of their own; HAERAE-Vision's PR (its folder and the
     shared modules only it needs) stays within the goal. Counted from the patch, so a module that moved back into the
     benchmark PR would count."""
     root = tmp_path / "checkout"
     (root / "lmms_eval" / "tasks").mkdir(parents=True)
     alone = stack.build(root, replace(stack_export.tree, benchmarks=("haerae_vision",)), detect_style(root), patches=False)
-    assert [pr.name for pr in alone.prs] == ["judge_client", "haerae_vision"]
-    judge, haerae = alone.prs
+    assert [pr.name for pr in alone.prs] == ["task_cache", "judge_client", "haerae_vision"]
+    *services, haerae = alone.prs
     exported = {rel: data.count(b"\n") for rel, data in alone.export.plan.files.items() if rel.startswith("lmms_eval/") and rel.endswith(".py")}
-    assert judge.python_lines["task"] == sum(n for rel, n in exported.items() if rel in judge.files)
-    assert haerae.python_lines["task"] >= sum(n for rel, n in exported.items() if rel not in judge.files)  # the rest, all of it
+    for service in services:
+        assert service.python_lines["task"] == sum(n for rel, n in exported.items() if rel in service.files)
+    theirs = {rel for service in services for rel in service.files}
+    assert haerae.python_lines["task"] >= sum(n for rel, n in exported.items() if rel not in theirs)  # the rest, all of it
     assert haerae.python_lines["task"] <= stack.ALONE_LIMIT
 
 

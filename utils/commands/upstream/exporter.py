@@ -49,6 +49,18 @@ class Service:
 
 SERVICES = (
     Service(
+        "task_cache",
+        ("services.cache",),
+        "cache",
+        "feat(tasks): content-addressed disk cache for slow, deterministic task scoring steps",
+        "A cache of one JSON file per entry, addressed by the sha256 of a canonical rendering of what identifies the work and "
+        "written atomically (temporary file, `os.replace`), so threads, processes and runs sharing a directory never read a "
+        "half-written entry and need no lock to read; work that costs money can be claimed first (an `flock` the kernel drops "
+        "when its holder dies), so processes sharing a cache compute each entry once and a killed run never blocks the next. "
+        "The judge client and the code sandbox that follow both keep their results in it.",
+        "concurrent processes sharing one judge cache, one of them killed mid-batch",
+    ),
+    Service(
         "judge_client",
         ("services.judge", "services.verdicts"),
         "judge",

@@ -2,7 +2,7 @@
 
 First the core changes, one PR per patch of the series that the checkout lacks (`series.plan`: the files in
 `patch_series/<version>/`, so deleting a patch file drops its PR), then one PR per shared service the tasks call
-(`exporter.SERVICES`: the judge client, the code sandbox; its modules and its tests), then one PR per benchmark:
+(`exporter.SERVICES`: the disk cache, the judge client, the code sandbox; its modules and its tests), then one PR per benchmark:
 its task folder, its library, the other shared runtime modules it is the first to need, its tests that run on
 that runtime alone, and its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the
 first k benchmarks and that of the first k-1, so a later PR may also touch a file an earlier one added (the
