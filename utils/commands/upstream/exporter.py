@@ -239,8 +239,8 @@ class _Builder:
     def tests(self, benchmark: str, runtime: set[str] | None = None) -> None:
         """The benchmark's tests that need nothing but the exported runtime: a test file that imports test support
         (our stand-in server, fixture writers, the report, `score`: modules the task folders never reach) or asks for
-        a fixture of the shared `tests/conftest.py` (which is test support itself) stays in lmms-tasks and is named
-        in `dropped_tests`. Call after `closure()` of the task folders, so `self.done` is the runtime (or give the
+        a fixture of the shared `tests/conftest.py` (which is test support itself), or of the folder's own conftest
+        when that one stays, stays in lmms-tasks and is named in `dropped_tests`. Call after `closure()` of the task folders, so `self.done` is the runtime (or give the
         modules the tests may use as `runtime`)."""
         tests_dir = self.tree.tests_dir
         if tests_dir is None or not (tests_dir / benchmark).is_dir():
@@ -435,7 +435,7 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
 
 
 def services(tree: SourceTree, runtime: set[str]) -> list[Service]:
-    """The SERVICES whose entry module is part of `runtime` (the modules an export reaches), in order."""
+    """The SERVICES with a module in `runtime` (the modules an export reaches), in order."""
     return [s for s in SERVICES if any(f"{tree.library_package}.{m}" in runtime for m in s.modules)]
 
 
