@@ -241,7 +241,7 @@ def service_prs(
         paths |= {rel for rel in files if rel.startswith(f"{exporter.TEST_ROOT}/{service.tests}/")}
         added = {rel: (_without_benchmarks(files[rel]) if rel == init else files[rel]) for rel in sorted(paths)}
         needs = [pr.name for pr in core if pr.name in _uses(added, series.USES)]
-        needs += sorted({owner[rel] for rel in state if rel in owner and rel in _named_by(added, state)})
+        needs += sorted({owner[rel] for rel in _named_by(added, state) if rel in owner})
         changed, patch = _commit(repo, {**state, **added}, state, service.title)
         state = {**state, **added}
         for rel in changed:
@@ -251,7 +251,7 @@ def service_prs(
         body = "\n\n".join(
             [
                 f"## What\n\n{service.what}",
-                *([f"## Needs\n\n" + ", ".join(f"`{n}`" for n in needs)] if needs else []),
+                *(["## Needs\n\n" + ", ".join(f"`{n}`" for n in needs)] if needs else []),
                 "## Why\n\nThe benchmark PRs that follow call it from their scoring hooks; it is proposed on its own so it can be "
                 "reviewed (and reused by other tasks) apart from any benchmark. It lives with the other shared task code under "
                 "`lmms_eval/tasks/_task_utils/`.",
@@ -294,12 +294,11 @@ def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tes
             names = result.task_names[benchmark]
             entry = catalog.describe(benchmark, tree.benchmark_dir(benchmark) / "README.md", names)
             title = f"feat(tasks): add {entry.name} ({', '.join(names)})"
-            changed = {rel: data for rel, data in files.items() if previous.get(rel) != data}
+            changed, patch = _commit(repo, files, previous, title)
             runtime = {r: d for r, d in files.items() if r.startswith((f"lmms_eval/tasks/{benchmark}/", "lmms_eval/tasks/_task_utils/"))}
             needs = [pr.name for pr in core if pr.name in _uses(runtime, series.USES)]
             own = {r: d for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/")}
-            needs += sorted({owner[rel] for rel in files if rel in owner and rel in _named_by(own, files)} | {owner[rel] for rel in changed if rel in owner})
-            _, patch = _commit(repo, files, previous, title)
+            needs += sorted({owner[rel] for rel in _named_by(own, files) | set(changed) if rel in owner})
             touched, lines, python = count_added(patch)
             for rel in changed:
                 owner.setdefault(rel, benchmark)
