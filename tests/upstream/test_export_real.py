@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.upstream import stack
 from lmms_tasks.utils.commands.upstream.cli import export
 from lmms_tasks.utils.commands.upstream.series import missing_features
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
@@ -135,6 +136,46 @@ def test_the_exported_tree_holds_no_compat_module_and_no_workaround(site: Site) 
     ours = _re.compile(r"(?<![\w.])lmms_tasks\.\w")
     naming_us = [f"{p.relative_to(site.root)}:{n}" for p in exported if p.suffix == ".py" for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if ours.search(line)]
     assert naming_us == []
+
+
+HOME_ONLY = re.compile(r"python -m lmms_tasks|--include_path|(?<![\w/.])docs/[A-Z_]+\.md")  # our commands and our docs/
+
+
+def test_what_an_lmms_eval_user_reads_points_only_at_what_lmms_eval_has(site: Site) -> None:
+    """The runtime's messages and docstrings and the task READMEs name no command of ours, no `--include_path`
+    and no file of our docs/ (none exists in lmms-eval); the messages that send a user somewhere take the
+    exported package's HELP, which says what lmms-eval offers instead."""
+    runtime = [site.root / f for f in site.files if f.startswith("lmms_eval/") and f.endswith((".py", ".md", ".yaml"))]
+    hits = [f"{p.relative_to(site.root)}:{n}: {line.strip()}" for p in runtime for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if HOME_ONLY.search(line)]
+    assert hits == []
+    # the home package's texts would have matched: the scan sees the messages that use them
+    from lmms_tasks import HELP, UPSTREAM_HELP
+
+    assert all(HOME_ONLY.search(text) for text in (HELP["judge_docs"], HELP["rescore"], HELP["media_stats"]))
+    probe = (
+        "from lmms_eval.tasks._task_utils.lmms_tasks import HELP\n"
+        "from lmms_eval.tasks._task_utils.lmms_tasks.services.model_args import model_args_warnings\n"
+        "print(HELP == %r)\n"
+        "print(model_args_warnings('haerae_vision_original', ['lmms-eval', '--model', 'vllm', '--model_args', 'model=m,max_new_tokens=1'])[-1])\n"
+    ) % (UPSTREAM_HELP,)
+    out = subprocess.run([sys.executable, "-c", probe], cwd=site.root, env=site.env(), capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    assert out[0] == "True"
+    assert out[1].endswith(UPSTREAM_HELP["media_stats"].format(task="haerae_vision_original")), out
+
+
+def test_task_readmes_hold_what_a_user_needs_within_lmms_evals_range(site: Site) -> None:
+    """Each benchmark's README upstream is the part of ours marked for lmms-eval users: within README_LIMIT lines,
+    a limit under the two largest task READMEs lmms-eval already has, and it names every task and group its
+    folder registers; the detail stays in our README (which is longer)."""
+    theirs = sorted(len(p.read_text(encoding="utf-8").splitlines()) for p in site.root.glob("lmms_eval/tasks/*/README.md") if f"lmms_eval/tasks/{p.parent.name}/README.md" not in site.files)
+    assert stack.README_LIMIT < theirs[-2], theirs[-3:]
+    for benchmark in site.benchmarks:
+        readme = (site.root / "lmms_eval" / "tasks" / benchmark / "README.md").read_text(encoding="utf-8")
+        ours = (Path(tasks_path()) / benchmark / "README.md").read_text(encoding="utf-8")
+        assert len(readme.splitlines()) <= stack.README_LIMIT < len(ours.splitlines()), benchmark
+        names = {name for name, kind in _our_index().items() if name.startswith(benchmark)}
+        assert names and {n for n in names if f"`{n}`" not in readme} == set(), benchmark
+        assert "<!--" not in readme and "-->" not in readme, benchmark
 
 
 def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:

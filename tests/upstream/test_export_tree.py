@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -233,3 +234,20 @@ def test_ruff_configured_checkout_gets_ruff_formatting(mini_tree: SourceTree, fa
     for command in (["ruff", "format", "--check", "--no-cache"], ["ruff", "check", "--no-cache"]):
         out = subprocess.run([sys.executable, "-m", *command, *files], cwd=fake_checkout, capture_output=True, text=True, check=False)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_readme_with_upstream_markers_goes_upstream_as_its_marked_parts_only() -> None:
+    from lmms_tasks.utils.commands.upstream.exporter import upstream_markdown
+
+    text = "# T\n<!-- upstream:keep -->\nkept\n<!-- upstream:end -->\nhome only\n<!-- upstream:only\nfor lmms-eval\n-->\nhome again\n"
+    assert upstream_markdown(text, "R.md") == "kept\n\nfor lmms-eval\n"
+    assert upstream_markdown("# T\nall of it\n", "R.md") == "# T\nall of it\n"  # no markers: all of it
+    broken = {
+        "<!-- upstream:keep -->\na\n": "R.md:1: the upstream block opened here is never closed",
+        "<!-- upstream:keep -->\n<!-- upstream:only\n-->\n<!-- upstream:end -->\n": "R.md:2: upstream marker",
+        "a\n<!-- upstream:end -->\n": "R.md:2: upstream marker '<!-- upstream:end -->' where it cannot be (no block is open)",
+        "<!-- upstream:only\na --> b\n-->\n": "R.md:2: upstream marker",
+    }
+    for text, message in broken.items():
+        with pytest.raises(ExportError, match=re.escape(message)):
+            upstream_markdown(text, "R.md")

@@ -1,7 +1,7 @@
 """Per-document results and the aggregation step: judge every item once, then the official aggregation.
 
 `process_results` only cleans the response and returns a JSON-friendly item per metric (the same dict
-under every metric key), so inference and judging are separable (`python -m lmms_tasks score` re-runs
+under every metric key), so inference and judging are separable (re-scoring from a samples file re-runs
 the batch step and the aggregations from a samples file). The batch step calls `scored_task` once per
 task: it sends the task's items to the shared judge client in one batch (cached on disk), and the verdict
 of each item is written into its items (`services.verdicts`); every aggregation is then a plain function

@@ -1,6 +1,6 @@
 """Per-task HumanEval-V metrics from the per-sample items lmms-eval gathers (any order, any rank).
 
-Items are the JSON-friendly dicts `process_results` returned (also what `python -m lmms_tasks score`
+Items are the JSON-friendly dicts `process_results` returned (also what re-scoring from a samples file
 reads back). A task's samples are grouped by qid and ordered by (doc sample_index, position). The batch
 step executes all programs once (`score_items`: one execution batch, one set of records, one status entry
 per fault) and writes each program's verdict into its item (`verdict_fields`); every metric and standard
@@ -16,6 +16,7 @@ from typing import Any
 
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_mean, pass_at_k_score
+from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 
 
@@ -109,7 +110,7 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
         run_status.record_incomplete(
             task,
             f"{len(failed)} program(s) could not be executed by the sandbox ({failed[0]['result'][:200]}): {named}"
-            f"{' ...' if len(failed) > 10 else ''}; they count as failed. Re-run `python -m lmms_tasks score` on the samples file.",
+            f"{' ...' if len(failed) > 10 else ''}; they count as failed; {HELP['rescore']}.",
         )
     return scored
 

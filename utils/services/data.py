@@ -8,8 +8,7 @@ what they exercise.
 
 What a task actually loaded is recorded in the run's outputs: the loader writes `DataSource.provenance()`
 (the Hub commit where the Hub reports one, or the sha256 of every local data file read) into the task
-config's `metadata.data_source`, which lmms-eval writes to results.json under `configs.<task>`, and
-`python -m lmms_tasks report` shows it.
+config's `metadata.data_source`, which lmms-eval writes to results.json under `configs.<task>`.
 """
 
 from __future__ import annotations

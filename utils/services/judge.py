@@ -11,7 +11,7 @@ after the last retry gets `outcome.error` and is counted; the benchmark scores i
 
 Configuration, lowest to highest precedence: the benchmark's built-in default model and request params
 (`JudgeConfig.resolve(default_model=..., defaults=...)`) < environment variables `LMMS_TASKS_JUDGE_*` <
-the task YAML's `metadata: {judge: {...}}` < explicit overrides (`python -m lmms_tasks score --judge-...`).
+the task YAML's `metadata: {judge: {...}}` < explicit overrides (`overrides`: a re-scoring command's `--judge-...` options).
 Nothing touches the network at import time; the client is created on the first request.
 """
 
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key, write_atomic
 from lmms_tasks.utils.services.logging import logger
@@ -236,7 +237,7 @@ def _preflight(config: JudgeConfig, role: str) -> str | None:
     import openai
 
     where = f"the {role} {config.model} at {config.endpoint} (key from {config.key_source})"
-    skip = f"docs/JUDGE.md; {ENV_PREFIX}PREFLIGHT=0 skips this check"
+    skip = f"{HELP['judge_docs']}; {ENV_PREFIX}PREFLIGHT=0 skips this check"
     if not config.api_key:
         fallback = "AZURE_OPENAI_API_KEY" if config.is_azure else "OPENAI_API_KEY"
         return f"the {role} {config.model} at {config.endpoint} has no key: set {ENV_PREFIX}API_KEY (or {fallback}), or {ENV_PREFIX}BASE_URL to a local server ({skip})"
@@ -294,7 +295,7 @@ def check_judge(config: JudgeConfig, role: str = "judge") -> None:
 @contextlib.contextmanager
 def preflight_before_judging() -> Iterator[None]:
     """For the duration, `judge_batch` checks the judge (`check_judge`) before sending its first request
-    and raises `JudgeUnavailable` instead of failing every request (`python -m lmms_tasks score`; in a
+    and raises `JudgeUnavailable` instead of failing every request (re-scoring from a samples file; in a
     run the task's loader has checked it before any model request)."""
     _preflight_on_send.set()
     try:
@@ -322,8 +323,8 @@ def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
     if problem:
         logger.warning(
             f"{task}: the {role} endpoint {config.endpoint} cannot be reached now ({problem}): every {role} request will fail "
-            f"unless it comes up before judging; set {ENV_PREFIX}BASE_URL / {ENV_PREFIX}API_KEY (docs/JUDGE.md), or judge later "
-            "with `python -m lmms_tasks score` on the samples file"
+            f"unless it comes up before judging; set {ENV_PREFIX}BASE_URL / {ENV_PREFIX}API_KEY ({HELP['judge_docs']}); "
+            f"once it is up, {HELP['rescore']}"
         )
 
 
@@ -343,7 +344,7 @@ def _yaml_judge_settings(task: str, root: str | None) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def overrides(**settings: Any) -> Iterator[None]:
-    """Highest-precedence settings for the duration (used by `python -m lmms_tasks score --judge-...`)."""
+    """Highest-precedence settings for the duration (a re-scoring command's `--judge-...` options)."""
     unknown = set(settings) - set(_FIELDS) - {"params"}
     if unknown:
         raise JudgeConfigError(f"unknown judge overrides: {sorted(unknown)}")
@@ -775,9 +776,9 @@ def failure_line(batch: JudgeBatch, config: JudgeConfig) -> str:
     status = re.match(r"HTTP (\d{3})\b", first.error or "")
     refused = status is not None and 400 <= int(status.group(1)) < 500 and int(status.group(1)) not in RETRYABLE_STATUS
     if refused:
-        advice = f"the judge {config.model} at {config.endpoint} refuses these requests: fix its settings (docs/JUDGE.md) before judging again"
+        advice = f"the judge {config.model} at {config.endpoint} refuses these requests: fix its settings ({HELP['judge_docs']}) before judging again"
     else:
-        advice = "`python -m lmms_tasks score` on the samples file judges them again (finished judgements come from the cache)"
+        advice = HELP["rescore"]
     return (
         f"{len(failed)}/{len(batch.outcomes)} judge request(s) failed after retries, the first ({first.key!r}): "
         f"{_one_line(first.error or '', 200)}; {where}; {advice}"
@@ -827,7 +828,7 @@ def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome
         "task": task,
         "judge_model": config.model,
         "endpoint_host": config.endpoint_host,
-        # what `python -m lmms_tasks score` needs to reuse this judge and its cache (never the key)
+        # what re-scoring from the samples file needs to reuse this judge and its cache (never the key)
         "base_url": public_url(config.base_url),
         "api_version": config.api_version,
         "cache_dir": str(Path(config.cache_dir).expanduser().resolve()),

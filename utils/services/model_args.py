@@ -13,6 +13,7 @@ import functools
 import sys
 from collections.abc import Sequence
 
+from lmms_tasks import HELP
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.taskconfig import task_config
 
@@ -48,7 +49,7 @@ def model_args_warnings(task: str, argv: Sequence[str] | None = None, uses_image
     if uses_images and "limit_mm_per_prompt" not in model_args:
         warnings.append(
             f"{task}: no limit_mm_per_prompt in --model_args; vLLM rejects requests with more images than it allows. "
-            f"`python -m lmms_tasks media-stats {task}` prints the value this data needs"
+            + HELP["media_stats"].format(task=task)
         )
     return warnings
 

@@ -7,10 +7,10 @@ are still written, but its numbers are not final. Whoever ends the run reads the
 - lmms-eval, when it has a run-status API (`lmms_eval.api.run_status`, proposed upstream by our patch
   series): every report is forwarded to it and the `lmms-eval` command exits with its status;
 - an lmms-eval without that API ends with status 0 unless the process's own code sets `exit_code()`;
-- `python -m lmms_tasks score` chooses its own exit status from the faults of the task it re-scored.
+- a re-scoring command chooses its own exit status from the faults of the task it re-scored.
 
 This module knows nothing of how lmms-eval ends a process; it only records. The exit statuses below are
-the same for every entry point (docs/EXIT_STATUS.md).
+the same for every entry point.
 """
 
 from __future__ import annotations

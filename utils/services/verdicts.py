@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 
 PARSED, FAILED = "judge_parsed", "judge_failed"  # the item fields: the parsed verdict (None: unparsed), a failed request
@@ -76,7 +77,7 @@ def check_unparsed(task: str, outcomes: Mapping[str, Any]) -> bool:
         task,
         f"{len(unparsed)} of {len(replied)} judge replies have no usable verdict (counted 0, as officially; the numbers "
         f"are unchanged); is the judge model/endpoint the one the benchmark expects? Sample replies: {samples}. "
-        f"Threshold: {MAX_SHARE_ENV} (share, default {DEFAULT_MAX_SHARE}); see docs/JUDGE.md.",
+        f"Threshold: {MAX_SHARE_ENV} (share, default {DEFAULT_MAX_SHARE}); see {HELP['judge_docs']}.",
     )
     return True
 

@@ -8,6 +8,7 @@ code), and follows every reference to our package transitively (`pyrewrite`). No
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from lmms_tasks.utils.commands.upstream.style import Style, format_sources
 from lmms_tasks.utils.commands.upstream.writer import Plan
 
 TEST_ROOT = "test/eval"
-PROVIDED_TOP_LEVEL = {"__version__", "BENCHMARKS", "tasks_path"}
+PROVIDED_TOP_LEVEL = {"__version__", "BENCHMARKS", "tasks_path"}  # + HELP, from the package's UPSTREAM_HELP
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ class _Builder:
                 self.files[dest] = yamlexport.export_yaml(path, folder, self.tag_target)
                 self.prose.append((dest, "yaml"))
             elif path.suffix == ".md":
-                self.files[dest] = path.read_text(encoding="utf-8")
+                self.files[dest] = upstream_markdown(path.read_text(encoding="utf-8"), str(path))
                 self.prose.append((dest, "markdown"))
             else:
                 self.files[dest] = path.read_bytes()
@@ -294,10 +295,15 @@ class _Builder:
 
     # -- shared package __init__ -------------------------------------------------------------------
     def shared_init(self) -> None:
-        unknown = {n: where for n, where in self.top_level_names.items() if n not in PROVIDED_TOP_LEVEL}
+        package_init = self.tree.module_file(self.tree.package)
+        help_texts = _literal(package_init, "UPSTREAM_HELP", text=lambda v: v)
+        if help_texts is not None and set(help_texts) != set(_literal(package_init, "HELP", text=lambda v: v) or {}):
+            raise ExportError(f"{package_init}: UPSTREAM_HELP must have the keys of HELP (it replaces HELP in the exported package)")
+        provided = PROVIDED_TOP_LEVEL | ({"HELP"} if help_texts is not None else set())
+        unknown = {n: where for n, where in self.top_level_names.items() if n not in provided}
         if unknown:
             raise ExportError("exported code imports names from the top-level package that the export does not provide: " + ", ".join(f"{n} ({w})" for n, w in sorted(unknown.items())))
-        version = _literal(self.tree.module_file(self.tree.package), "__version__") or "0.0.0"
+        version = _literal(package_init, "__version__") or "0.0.0"
         doc = ""
         library_init = self.tree.module_file(self.tree.library_package)
         if library_init is not None:
@@ -308,11 +314,12 @@ class _Builder:
             doc=(doc + "\n\n" if doc else "") + _SHARED_NOTE,
             version=version,
             benchmarks=repr(tuple(self.tree.benchmarks)),
+            help=repr(help_texts or {}),
         )
 
 
 _SHARED_NOTE = (
-    "Exported from lmms-tasks (`python -m lmms_tasks export-upstream`). In lmms-tasks the task folders live\n"
+    "Exported from lmms-tasks by its `export-upstream` command. In lmms-tasks the task folders live\n"
     "in their own include-path root; here they are lmms-eval's own task folders, so `tasks_path()` is\n"
     "`lmms_eval/tasks` and `BENCHMARKS` names the folders that belong to this package."
 )
@@ -326,6 +333,9 @@ import os
 __version__ = "{version}"
 
 BENCHMARKS = {benchmarks}
+
+# Where the tasks' messages send a user for what lmms-eval itself does not do.
+HELP = {help}
 
 
 def tasks_path() -> str:
@@ -357,13 +367,44 @@ def _fixture_names(conftest: Path, every: bool = False) -> list[str]:
     return names
 
 
-def _literal(path: Path | None, name: str) -> str | None:
+README_KEEP, README_END, README_ONLY = "<!-- upstream:keep -->", "<!-- upstream:end -->", "<!-- upstream:only"
+
+
+def upstream_markdown(text: str, where: str) -> str:
+    """The part of a task folder's Markdown that goes to lmms-eval: all of it when it has no upstream markers;
+    else only the lines between `<!-- upstream:keep -->` and `<!-- upstream:end -->` and the inside of each
+    `<!-- upstream:only` ... `-->` comment (text for lmms-eval users only, hidden here), in file order. What a
+    user of the task needs goes there; the detail stays in this repository's README."""
+    lines = text.splitlines()
+    if not any(line.strip().startswith((README_KEEP, README_END, README_ONLY)) for line in lines):
+        return text
+    out: list[str] = []
+    state, opened = None, 0
+    for number, line in enumerate(lines, 1):
+        marker = line.strip()
+        if state is None and marker in (README_KEEP, README_ONLY):
+            state, opened = marker, number
+        elif state == README_KEEP and marker == README_END or state == README_ONLY and marker == "-->":
+            state = None
+            out.append("")  # blocks are paragraphs of their own
+        elif marker.startswith((README_KEEP, README_END, README_ONLY)) or state == README_ONLY and "-->" in line:
+            raise ExportError(f"{where}:{number}: upstream marker {marker!r} where it cannot be ({'inside the block opened on line ' + str(opened) if state else 'no block is open'})")
+        elif state is not None:
+            out.append(line)
+    if state is not None:
+        raise ExportError(f"{where}:{opened}: the upstream block opened here is never closed")
+    kept = "\n".join(out)
+    while "\n\n\n" in kept:
+        kept = kept.replace("\n\n\n", "\n\n")
+    return kept.strip("\n") + "\n"
+
+
+def _literal(path: Path | None, name: str, text: Callable[[Any], Any] = str) -> Any:
     if path is None:
         return None
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = ast.literal_eval(node.value)
-            return str(value)
+            return text(ast.literal_eval(node.value))
     return None
 
 

@@ -78,6 +78,7 @@ MAIN_COMMIT = "75571cfe"
 BENCHMARK_LIMIT = 1600  # Python in one task folder, its `lib/` included
 TOTAL_LIMIT = 6000  # non-test Python the whole stack adds under lmms_eval/ (core patches' added lines included)
 ALONE_LIMIT = 2500  # non-test Python under lmms_eval/ that one benchmark's PR adds when exported alone
+README_LIMIT = 150  # lines of a task folder's README (lmms-eval 0.7.3's task READMEs: median ~55, largest 225)
 
 
 @dataclass
