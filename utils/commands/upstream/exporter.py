@@ -8,7 +8,6 @@ code), and follows every reference to our package transitively (`pyrewrite`). No
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,14 +295,14 @@ class _Builder:
     # -- shared package __init__ -------------------------------------------------------------------
     def shared_init(self) -> None:
         package_init = self.tree.module_file(self.tree.package)
-        help_texts = _literal(package_init, "UPSTREAM_HELP", text=lambda v: v)
-        if help_texts is not None and set(help_texts) != set(_literal(package_init, "HELP", text=lambda v: v) or {}):
+        help_texts = _literal(package_init, "UPSTREAM_HELP")
+        if help_texts is not None and set(help_texts) != set(_literal(package_init, "HELP") or {}):
             raise ExportError(f"{package_init}: UPSTREAM_HELP must have the keys of HELP (it replaces HELP in the exported package)")
         provided = PROVIDED_TOP_LEVEL | ({"HELP"} if help_texts is not None else set())
         unknown = {n: where for n, where in self.top_level_names.items() if n not in provided}
         if unknown:
             raise ExportError("exported code imports names from the top-level package that the export does not provide: " + ", ".join(f"{n} ({w})" for n, w in sorted(unknown.items())))
-        version = _literal(package_init, "__version__") or "0.0.0"
+        version = str(_literal(package_init, "__version__") or "0.0.0")
         doc = ""
         library_init = self.tree.module_file(self.tree.library_package)
         if library_init is not None:
@@ -399,12 +398,13 @@ def upstream_markdown(text: str, where: str) -> str:
     return kept.strip("\n") + "\n"
 
 
-def _literal(path: Path | None, name: str, text: Callable[[Any], Any] = str) -> Any:
+def _literal(path: Path | None, name: str) -> Any:
+    """The value of a module-level `name = <literal>` in the file, or None."""
     if path is None:
         return None
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return text(ast.literal_eval(node.value))
+            return ast.literal_eval(node.value)
     return None
 
 
