@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.services import judge, stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.taskconfig import benchmark_of, task_config, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 

@@ -17,12 +17,23 @@ from typing import Any
 import yaml
 
 from lmms_tasks import BENCHMARKS, tasks_path
-from lmms_tasks.utils.services.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
 JUDGE_METRICS = ("judge_failures", "vid_judge_failed")  # a judged task counts its judge's failures
 CODER_METRICS = ("strong_coder_pass_at_1", "strong_coder_pass_at_3")  # V2T: an LLM writes code from each description
 JUDGE_KEY = "LMMS_TASKS_JUDGE_API_KEY (or OPENAI_API_KEY)"
 OPT_IN = "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"
+
+
+def benchmark_of(task_name: str, root: str | None = None) -> str | None:
+    """The benchmark whose folder declares the task (the top-level folder of the include root holding its
+    YAML, one of `BENCHMARKS`), or None for a task that is not one of ours. Commands ask this, never the name."""
+    base = Path(root or tasks_path())
+    try:
+        folder = task_yaml_path(task_name, root).relative_to(base).parts[0]
+    except (KeyError, ValueError):
+        return None
+    return folder if folder in BENCHMARKS else None
 
 
 @dataclass

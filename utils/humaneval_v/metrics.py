@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_tasks import HELP
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_mean, pass_at_k_score
-from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 
 

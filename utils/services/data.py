@@ -352,8 +352,3 @@ def iter_jsonl(path: Path, error: type[Exception] = DataError) -> Iterator[tuple
             if not isinstance(record, dict):
                 raise error(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
             yield lineno, record
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Every object of a JSONL file (errors name the file and line)."""
-    return [record for _, record in iter_jsonl(path)]

@@ -637,22 +637,6 @@ class SandboxPool:
         self.close()
 
 
-def run_many(
-    sources: Sequence[str],
-    limits: Limits = Limits(),
-    *,
-    workers: int | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    use_cache: bool = True,
-    progress: bool = True,
-    desc: str = "executing programs",
-) -> list[ExecResult]:
-    """Execute many programs in a bounded pool (see `SandboxPool`); results in input order."""
-    with SandboxPool(limits, workers=workers, cache_dir=cache_dir, use_cache=use_cache, progress=progress, desc=desc) as pool:
-        futures = [pool.submit(source) for source in sources]
-        return [future.result() for future in futures]
-
-
 def _progress(total: int, desc: str) -> Any:
     from tqdm import tqdm
 

@@ -62,17 +62,6 @@ def task_yaml_path(task_name: str, root: str | None = None) -> Path:
     return index[task_name]
 
 
-def benchmark_of(task_name: str, root: str | None = None) -> str | None:
-    """The benchmark whose folder declares the task (the top-level folder of the include root holding its
-    YAML, one of `BENCHMARKS`), or None for a task that is not one of ours. Commands ask this, never the name."""
-    base = Path(root or tasks_path())
-    try:
-        folder = task_yaml_path(task_name, root).relative_to(base).parts[0]
-    except (KeyError, ValueError):
-        return None
-    return folder if folder in BENCHMARKS else None
-
-
 def task_config(task_name: str, root: str | None = None) -> dict[str, Any]:
     """The task's resolved YAML configuration (includes merged, `!function` tags as strings)."""
     return _load_with_includes(task_yaml_path(task_name, root))

@@ -384,9 +384,9 @@ def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
 
 def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
     """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir)."""
+    from lmms_tasks.utils.commands.tasks import benchmark_of
     from lmms_tasks.utils.humaneval_v.hooks import setting_of
     from lmms_tasks.utils.humaneval_v.prompts import build_prompt
-    from lmms_tasks.utils.services.taskconfig import benchmark_of
 
     mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and setting_of(t.task) in ("v2c", "v2c_cot", "gt_t2c", "t2c", "v2t")]
     if not mine:

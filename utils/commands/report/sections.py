@@ -35,9 +35,9 @@ from lmms_tasks.utils.commands.report.runs import (
     unit_scores,
 )
 from lmms_tasks.utils.commands.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
+from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
-from lmms_tasks.utils.services.taskconfig import benchmark_of
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
