@@ -89,6 +89,34 @@ def test_a_checkout_neither_version_fits_is_named(tmp_path: Path) -> None:
         series.plan(root)
 
 
+def _git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_each_patch_names_the_blobs_it_changes_as_git_am_leaves_them(tmp_path: Path) -> None:
+    """Every `index OLD..NEW` line of the 0.7.3 series names the file's blob before and after that patch (`git am -3`
+    falls back on OLD; a hand-edited patch with a stale hash still applies cleanly, so only this check sees it).
+    The `main` series was checked the same way on lmms-eval main at 75571cfe (docs/UPSTREAM.md)."""
+    root = checkout(tmp_path)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    stale = []
+    for patch in series.patch_files("0.7.3"):
+        _git(root, "am", "-q", str(patch))
+        text = patch.read_text(encoding="utf-8")
+        found = re.findall(r"^diff --git a/\S+ b/(\S+)\n(?:(?!diff --git).*\n){0,3}?index ([0-9a-f]+)\.\.([0-9a-f]+)", text, flags=re.M)
+        assert len(found) == text.count("\ndiff --git ") > 0, patch.name  # every file of the patch is checked
+        for path, old, new in found:
+            before = "0" * len(old) if set(old) == {"0"} else _git(root, "rev-parse", f"--short={len(old)}", f"HEAD~1:{path}")
+            after = _git(root, "rev-parse", f"--short={len(new)}", f"HEAD:{path}")
+            if (old, new) != (before, after):
+                stale.append(f"{patch.name} {path}: index {old}..{new}, git has {before}..{after}")
+    assert stale == []
+    assert len(series.patch_files("0.7.3")) == len(_git(root, "log", "--format=%s").splitlines()) - 1
+
+
 def _unformatted(root: Path, files: list[str]) -> list[str]:
     """The files lmms-eval's own formatters (.pre-commit-config.yaml: black --line-length=240, isort --profile black) would change."""
     import sys
