@@ -48,12 +48,17 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory, stack_export: Any) -> Site:
     """tmp/site/lmms_eval: a copy of the installed package with the whole stack applied with `git am`, as a
-    contributor's last branch has it (the core PRs, then every benchmark PR)."""
+    contributor's last branch has it (the core PRs, then every benchmark PR). `LMMS_TASKS_UPSTREAM_SITE` names
+    another checkout, already exported and patched, to use instead (scripts/check_lmms_eval_main.sh: lmms-eval main)."""
     base = tmp_path_factory.mktemp("upstream")
-    root = stack_export.checkout(base / "site")
     poison = base / "poison"
     (poison / "lmms_tasks").mkdir(parents=True)
     (poison / "lmms_tasks" / "__init__.py").write_text("raise ImportError('the exported tasks imported lmms_tasks')\n")
+    if os.environ.get("LMMS_TASKS_UPSTREAM_SITE"):
+        root = Path(os.environ["LMMS_TASKS_UPSTREAM_SITE"])
+        assert (root / "lmms_eval" / "tasks" / ".lmms_tasks_export.json").is_file(), f"{root}: not an exported checkout"
+        return Site(root, poison, sorted(stack_export.stack.export.plan.files), stack_export.tree)
+    root = stack_export.checkout(base / "site")
     git = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid"]
     applied = subprocess.run([*git, "am", "-q", *stack_export.patches], cwd=root, capture_output=True, text=True, check=False)
     assert applied.returncode == 0, applied.stderr

@@ -68,7 +68,8 @@ EXISTING_TASKS: dict[str, str] = {
 PROVENANCE = (
     "The 0.7.3 version of this patch applies with `git am` to the lmms-eval 0.7.3 release and the `main` version to "
     "lmms-eval main at {main}; lmms-tasks' tests check the 0.7.3 version (`tests/upstream/test_series.py`, "
-    "`tests/upstream/test_stack.py`), the `main` version was checked by hand against that commit."
+    "`tests/upstream/test_stack.py`), the `main` version against that commit with lmms-tasks' `scripts/check_lmms_eval_main.sh` "
+    "(run by hand: it needs a clone of lmms-eval)."
 )
 MAIN_COMMIT = "75571cfe"
 
