@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.commands.report.runs import output_path_of
 from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.services import judge, stats
 from lmms_tasks.utils.services import status as run_status
@@ -32,6 +33,7 @@ from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
+RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 
 # CLI option -> (judge setting, environment variable suffix)
@@ -100,6 +102,12 @@ def _task_keys(sample: dict[str, Any]) -> list[Any]:
     found = [sample["task"]] if isinstance(sample.get("task"), str) else []
     found += [value["task"] for value in sample.values() if isinstance(value, dict) and isinstance(value.get("task"), str)]
     return found
+
+
+def default_output_dir(samples_path: Path) -> Path:
+    """Where a re-score writes by default: `<samples folder>/rescored/` (its `.rescored.json`, `judgements/`
+    and `executions/`), apart from the run's own records in `<output_path>/judgements/`."""
+    return samples_path.parent / RESCORED_FOLDER
 
 
 def results_file_of(samples_path: Path) -> Path | None:
@@ -242,12 +250,17 @@ PRECEDENCE = ("built-in", "environment", "yaml", "recorded", "options")
 
 
 def run_output_path(samples_path: Path) -> Path | None:
-    """The lmms-eval `--output_path` of a samples file: the directory holding `judgements/` (the samples
-    file's own directory, or the one above lmms-eval's per-model directory)."""
-    for candidate in (samples_path.parent, samples_path.parent.parent):
-        if (candidate / "judgements").is_dir():
-            return candidate
-    return None
+    """The lmms-eval `--output_path` of the run that wrote a samples file, where its own `judgements/` and
+    `executions/` are: read from the results file written with it (`report.runs.output_path_of`); None when
+    there is none (then nothing the run recorded is known)."""
+    results = results_file_of(samples_path)
+    if results is None:
+        return None
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return output_path_of(results, data if isinstance(data, dict) else {})
 
 
 def _judge_info_of(samples_path: Path, task: str) -> tuple[str, str] | None:
@@ -377,6 +390,8 @@ def aggregate(
     if batch is not None:
         try:
             samples = batch_scored(samples, [e["metric"] for e in metric_list], batch, args)
+        except (judge.JudgeUnavailable, judge.JudgeConfigError):
+            raise  # the judge is unusable as configured: the whole file is refused, nothing written
         except Exception as exc:  # noqa: BLE001 - reported for every metric (none can be computed)
             errors = {e["metric"]: f"{type(exc).__name__}: {exc}" for e in metric_list}
     for entry in metric_list:
@@ -390,7 +405,7 @@ def aggregate(
             value = aggregation(values, args=args) if declares_args else aggregation(values)
             results[f"{metric},{filter_name}"] = value.item() if hasattr(value, "item") else value  # numpy scalars -> JSON
             results[f"{metric}_stderr_clt,{filter_name}"] = clt_stderr_of(values, score_key)  # as in the run
-        except judge.JudgeUnavailable:
+        except (judge.JudgeUnavailable, judge.JudgeConfigError):
             raise  # the judge failed its preflight: nothing of this file can be judged
         except Exception as exc:  # noqa: BLE001 - one broken metric must not lose the others
             errors[metric] = f"{type(exc).__name__}: {exc}"
@@ -442,7 +457,7 @@ def rescore(
         samples,
         source=str(samples_path),
         root=root,
-        output_dir=output_dir or samples_path.parent,
+        output_dir=output_dir or default_output_dir(samples_path),
         filter_name=filter_name,
         n_expected=expected,
         n_expected_from=expected_from,
@@ -484,10 +499,11 @@ def emit(report: dict[str, Any], out_path: Path, source: Path | str) -> int:
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--judge-model", default=None)
-    parser.add_argument("--judge-base-url", default=None)
-    parser.add_argument("--judge-concurrency", type=int, default=None)
-    parser.add_argument("--judge-cache-dir", default=None)
+    """The --judge-* options: each overrides one judge setting, above everything else (docs/JUDGE.md)."""
+    parser.add_argument("--judge-model", default=None, help="the judge model to ask (overrides LMMS_TASKS_JUDGE_MODEL, the task YAML and the judge the run recorded)")
+    parser.add_argument("--judge-base-url", default=None, help="the judge's OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (overrides LMMS_TASKS_JUDGE_BASE_URL and the recorded one); the key still comes from LMMS_TASKS_JUDGE_API_KEY")
+    parser.add_argument("--judge-concurrency", type=int, default=None, help="judge requests in flight at once (overrides LMMS_TASKS_JUDGE_CONCURRENCY)")
+    parser.add_argument("--judge-cache-dir", default=None, help="the judge's reply cache: replies found there are not asked again (overrides LMMS_TASKS_JUDGE_CACHE_DIR and the recorded one)")
 
 
 def main(argv: list[str]) -> int:
@@ -495,7 +511,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("samples", type=Path, nargs="+", help="lmms-eval samples file(s), <ts>_samples_<task>.jsonl")
     parser.add_argument("--task", help="task name (default: from the file name or the samples' 'task' key)")
     parser.add_argument("--include-path", default=None, help="task root holding the task's YAML (default: ours)")
-    parser.add_argument("--output-dir", type=Path, default=None, help="where the re-scored JSON and this re-score's judgements/ and executions/ go (default: the samples file's folder, which lmms-eval puts one level below the run's own judgements/; the line printed last says where they went)")
+    parser.add_argument("--output-dir", type=Path, default=None, help=f"where the re-scored JSON and this re-score's judgements/ and executions/ go (default: {RESCORED_FOLDER}/ beside the samples file, apart from the run's own judgements/ and executions/, which stay as the run wrote them; the line printed last says where they went)")
     parser.add_argument("--filter", default=None, help="filter name for the metric keys (default: the task's own, e.g. n6; else none)")
     parser.add_argument("--allow-partial", action="store_true", help="score a samples file holding fewer samples than the run evaluated (a warning instead of exit status 2)")
     parser.add_argument("--ignore-run-judge", action="store_true", help="do not reuse the judge settings recorded with the run (environment and task YAML apply, as in a run)")
@@ -526,7 +542,7 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
     except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    output_dir = args.output_dir or samples_path.parent
+    output_dir = args.output_dir or default_output_dir(samples_path)
     status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
     print(records_note(output_dir, run_output_path(samples_path)))
     return status
@@ -535,8 +551,8 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
 def records_note(output_dir: Path, run_dir: Path | None) -> str:
     """Where this re-score's judgement and execution records went, beside the run's own (left unchanged)."""
     written = f"re-score records: {output_dir / 'judgements'}/ and {output_dir / 'executions'}/ (where the task judges or executes)"
-    if run_dir is not None and run_dir.resolve() != output_dir.resolve():
-        written += f"; the run's own records in {run_dir / 'judgements'}/ are left unchanged"
-    elif run_dir is not None:
-        written += " (the run's own folders: the run's records of this task are replaced by the re-score's)"
-    return written
+    if run_dir is None:
+        return written + "; no results file beside the samples file says where the run's own records are"
+    if run_dir.resolve() == output_dir.resolve():
+        return written + " (the run's own folders: the run's records of this task are replaced by the re-score's)"
+    return written + f"; the run's own records in {run_dir / 'judgements'}/ are left unchanged"

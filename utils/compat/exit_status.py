@@ -15,6 +15,11 @@ script looks up `sys.exit` before the run, so replacing `sys.exit` cannot work t
   remaining exit handlers and ends the process with that status (`os._exit`: the only way an exit handler
   can change a status). A process dying of an uncaught exception keeps Python's own status.
 
+An evaluation ended by an error that carries its `exit_status` (a named condition the user fixes: bad
+data, a judge that fails its preflight, the missing code-execution opt-in; its message says how) prints no
+traceback, as with the patch: lmms-eval's `traceback.print_exc()` skips it, and the status summary ends with
+its one line (`  - <message>`), the last thing the run prints. A bug (any other exception) keeps its traceback.
+
 It is installed only in the lmms-eval command's process (`lmms-eval ...`, `python -m lmms_eval ...`, each
 rank of `accelerate launch -m lmms_eval`); a script calling lmms-eval's Python API keeps its own status.
 """
@@ -26,6 +31,8 @@ import importlib.util
 import os
 import sys
 import threading
+import traceback
+from types import ModuleType
 from typing import Any
 
 from lmms_tasks.utils.services import status
@@ -50,13 +57,43 @@ def running_lmms_eval_cli() -> bool:
     return os.path.basename(sys.argv[0] if sys.argv else "") in ("lmms-eval", "lmms_eval")
 
 
+def named_status(exc: BaseException | None) -> int | None:
+    """The exit status an exception declares (`exit_status`, an int), None for any other (a bug)."""
+    code = getattr(exc, "exit_status", None)
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
 def _sink(message: Any) -> None:
     """Note an evaluation error lmms-eval caught. Runs inside loguru's handler: it must never log."""
     exc = sys.exc_info()[1]
-    code = getattr(exc, "exit_status", status.EXIT_FAILED) if exc is not None else status.EXIT_FAILED
-    code = code if isinstance(code, int) and not isinstance(code, bool) else status.EXIT_FAILED  # as the patch does
+    code = named_status(exc)
     text = str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__ if exc else "see the error above"
-    status.record(status.Fault(code, "lmms-eval", f"the evaluation failed and wrote no results: {text}"))
+    if code is None:  # as the patch does: a bug ends the evaluation with EXIT_FAILED, its traceback printed above
+        status.record(status.Fault(status.EXIT_FAILED, "lmms-eval", f"the evaluation failed and wrote no results: {text}"))
+    else:  # its one line ends the status summary (`summary_lines`)
+        status.record(status.Fault(code, "", text))
+
+
+class _QuietTraceback:
+    """Stands for the `traceback` module inside lmms-eval's CLI: `print_exc()` prints nothing for an error
+    that declares its exit status (its one line follows), and the traceback of anything else."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+    def print_exc(self, *args: Any, **kwargs: Any) -> None:
+        if named_status(sys.exc_info()[1]) is None:
+            traceback.print_exc(*args, **kwargs)
+
+
+def _cli_module() -> ModuleType | None:
+    """lmms-eval's CLI module as this process runs it: `__main__` under `python -m lmms_eval` (and each
+    rank of `accelerate launch -m lmms_eval`), else the imported `lmms_eval.__main__` (the console script)."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) == "lmms_eval.__main__" and hasattr(main, "cli_evaluate"):
+        return main
+    module = sys.modules.get("lmms_eval.__main__")
+    return module if hasattr(module, "cli_evaluate") else None
 
 
 def _is_caught_error(record: dict[str, Any]) -> bool:
@@ -64,9 +101,11 @@ def _is_caught_error(record: dict[str, Any]) -> bool:
 
 
 def summary_lines(code: int) -> list[str]:
-    """What the patched lmms-eval prints before exiting non-zero: the status, then each incomplete report."""
+    """What the patched lmms-eval prints before exiting non-zero: the status, then each incomplete report, then
+    the one line of each evaluation ended by an error that declares its exit status."""
     lines = [f"lmms-eval: exit status {code}"]
     lines += [f"  - {f.task}: {f.message}" for f in status.faults() if f.code == status.EXIT_INCOMPLETE]
+    lines += [f"  - {f.message}" for f in status.faults() if f.code != status.EXIT_INCOMPLETE and not f.task]
     return lines
 
 
@@ -100,6 +139,9 @@ def install() -> bool:
     from loguru import logger
 
     logger.add(_sink, level="ERROR", filter=_is_caught_error, format="{message}", catch=True)
+    cli = _cli_module()
+    if cli is not None and getattr(cli, "traceback", None) is traceback:
+        cli.traceback = _QuietTraceback()
     sys.excepthook = _excepthook(sys.excepthook)
     atexit.register(_at_exit)
     return True

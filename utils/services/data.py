@@ -87,7 +87,9 @@ def task_loader(
     """The `custom_dataset` loader of one task: `build()`'s documents as split `split`.
 
     Any error while building or checking the documents becomes a `DataError` that names the task (exit
-    status 1; lmms-eval does not retry it); a network error is raised as it is, so lmms-eval retries it.
+    status 1; lmms-eval does not retry it), except an error that already carries its `exit_status` (a
+    `DataError`, a judge that fails its preflight, the missing code-execution opt-in): that one is raised as
+    itself, its message prefixed with the task; a network error is raised as it is, so lmms-eval retries it.
     With `source`, what was loaded (`source.provenance(source_split)`) is written into the task config's
     metadata (lmms-eval passes the config's own dict), so results.json records it under
     `configs.<task>.metadata.data_source`.
@@ -99,6 +101,11 @@ def task_loader(
             provenance = source.provenance(source_split) if source is not None else None
         except Exception as exc:  # noqa: BLE001 - every load error must name the task and stop the run
             if is_network_error(exc):
+                raise
+            if isinstance(getattr(exc, "exit_status", None), int):  # a named condition (bad data, a judge or an
+                # opt-in to fix): raised as itself, its type naming the problem, with the task in its one line
+                if not str(exc).startswith(f"{task}: "):
+                    exc.args = (f"{task}: {exc}", *exc.args[1:])
                 raise
             raise DataError(f"{task}: {exc}") from exc
         if provenance is not None and isinstance(metadata, dict):

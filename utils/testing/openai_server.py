@@ -267,7 +267,8 @@ class StandInServer:
 
             def do_GET(self) -> None:  # noqa: N802 - stdlib naming
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]})
+                    listed = sorted(server.served_models) if server.served_models is not None else ["stand-in"]
+                    self._send(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in listed]})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -333,7 +334,8 @@ class StandInServer:
         )
         unscripted: str | None = None
         preflight = PREFLIGHT_HEADER in request.headers
-        unknown_model = self.served_models is not None and request.model not in self.served_models
+        # the name the client asked for, before any alias: a real server knows only the names it serves
+        unknown_model = self.served_models is not None and str(body.get("model", "")) not in self.served_models
         with self._lock:
             fault = next((f for f in self._faults if f.take(request)), None)
             rule = next((r for r in self._rules if r.matches(request)), None)

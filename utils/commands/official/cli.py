@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands import score as scoring
-from lmms_tasks.utils.commands.official import haerae_vision, humaneval_v, vlm2_bench
+from lmms_tasks.utils.commands.official import data_sources, haerae_vision, humaneval_v, vlm2_bench
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, staged
 from lmms_tasks.utils.services import judge
 from lmms_tasks.utils.services.data import DataError
@@ -132,7 +132,10 @@ EXPORT_EPILOG = (
     "`python evaluate.py --model_name M --exp_type V2C --sample_num 1 --exp_base_dir <out>/humaneval_v` from "
     "the HumanEval-V repository), <out>/humaneval_v1/ (v1 runs: `python evaluate.py --prediction_file "
     "<out>/humaneval_v1/<model>_sample_<n>.json` from the v1 repository) and <out>/haerae_vision/{outputs,scores}/ (main.py and score.py CSVs). "
-    "The data come from the same source as the run's (the benchmarks' environment variables). Exit status 0, "
+    "The data are those each run recorded in its results.json (configs.<task>.metadata.data_source): the recorded "
+    "local copy or Hub revision where the benchmark's environment variables (VLM2_BENCH_DATA, HUMANEVAL_V_DATA, "
+    "HUMANEVAL_V1_DATA, HAERAE_VISION_DATA and their *_REVISION) are unset; set, they must name the same data "
+    "(same file contents, or the same revision), else the export is refused. Exit status 0, "
     "or 2 with one line naming the file and record at fault and nothing written."
 )
 
@@ -185,7 +188,7 @@ def export(run_dirs: list[Path], out: Path) -> tuple[dict[str, list[Written]], l
     tasks = run_tasks(run_dirs)
     written: dict[str, list[Written]] = {}
     notes: list[str] = []
-    with staged(out) as stage:
+    with data_sources.run_data(tasks), staged(out) as stage:
         written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench")
         written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v")
         written["humaneval_v1"] = humaneval_v.export_v1(tasks, stage / "humaneval_v1")

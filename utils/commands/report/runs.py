@@ -76,13 +76,12 @@ def model_identity(data: Mapping[str, Any]) -> str:
     return str(data.get("model_name") or config.get("model") or "unknown model")
 
 
-def _output_path(results_path: Path, data: Mapping[str, Any]) -> Path:
-    """The `--output_path` a results file was written under (where judgements/ and executions/ go): the
-    directory holding those folders, else the parent of lmms-eval's per-model directory."""
+def output_path_of(results_path: Path, data: Mapping[str, Any]) -> Path:
+    """The `--output_path` a results file was written under (where the run's judgements/ and executions/
+    go), from what the run recorded: lmms-eval writes `<output_path>/<model_name_sanitized>/<ts>_results.json`,
+    so the parent of that per-model folder. Which folders happen to sit beside the file decides nothing (a
+    re-score's own records never pass for the run's)."""
     parent = results_path.parent
-    for candidate in (parent, parent.parent):
-        if (candidate / "judgements").is_dir() or (candidate / "executions").is_dir():
-            return candidate
     return parent.parent if parent.name == data.get("model_name_sanitized") else parent
 
 
@@ -93,7 +92,7 @@ def read_results_file(path: Path) -> ResultsFile:
         raise ReportInputError(f"{path}: not a readable lmms-eval results file: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ReportInputError(f"{path}: no 'results' section; is this an lmms-eval results file?")
-    return ResultsFile(Path(path), data, _output_path(Path(path), data))
+    return ResultsFile(Path(path), data, output_path_of(Path(path), data))
 
 
 def find_results_files(root: Path) -> list[Path]:
