@@ -61,39 +61,82 @@ def test_readme_task_table_is_the_tasks_command_output() -> None:
     assert render(entries()) in readme
 
 
+def _start_stand_in(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, list[str]]:
+    """The `stand-in` command, read up to its ready line: (process, the lines it printed)."""
+    proc = subprocess.Popen([sys.executable, "-m", "lmms_tasks", "stand-in", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    printed = []
+    for line in proc.stdout:
+        if line.startswith(READY):
+            return proc, printed
+        printed.append(line.rstrip("\n"))
+    pytest.fail(f"stand-in ended before it was ready: {proc.stderr.read()[-2000:]}")
+
+
+def _post(base_url: str, model: str) -> int:
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hello"}]}).encode()
+    request = urllib.request.Request(base_url + "/chat/completions", body, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1
+            assert json.loads(response.read())["choices"][0]["message"]["role"] == "assistant"
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def test_stand_in_prints_exports_and_answers(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LMMS_TASKS_JUDGE_"))}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lmms_tasks", "stand-in", "--data-dir", str(tmp_path / "stand_in")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc, printed = _start_stand_in(["--data-dir", str(tmp_path / "stand_in")], env)
     try:
         exports: dict[str, str] = {}
-        for line in proc.stdout:
-            if line.startswith(READY):
-                break
+        for line in printed:
             if line.startswith("export "):
                 exports.update(part.split("=", 1) for part in line.split()[1:] if "=" in part)
-        else:
-            pytest.fail(f"stand-in ended before it was ready: {proc.stderr.read()[-2000:]}")
         for variable in ("OPENAI_API_BASE", "OPENAI_API_KEY", "LMMS_TASKS_JUDGE_BASE_URL", "LMMS_TASKS_JUDGE_MODEL", "VLM2_BENCH_DATA", "HUMANEVAL_V_DATA", "HUMANEVAL_V1_DATA", "HAERAE_VISION_DATA"):
             assert variable in exports, variable
         for variable in ("VLM2_BENCH_DATA", "HUMANEVAL_V_DATA", "HAERAE_VISION_DATA"):
             assert Path(exports[variable]).is_dir()
+        (unset,) = [line for line in printed if line.startswith("unset ")]
+        assert unset.split()[1:] == list(exports)  # the line that undoes every export, nothing else
         assert exports["OPENAI_API_BASE"].startswith("http://127.0.0.1:")
-        body = json.dumps({"model": "gpt-4o-2024-11-20", "messages": [{"role": "user", "content": "hello"}]}).encode()
-        request = urllib.request.Request(exports["OPENAI_API_BASE"] + "/chat/completions", body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - 127.0.0.1
-            reply = json.loads(response.read())
-        assert reply["choices"][0]["message"]["role"] == "assistant"
+        base = exports["OPENAI_API_BASE"]
+        # the README's model, the stand-in's own and the judge are served; any other name is 404, as from OpenAI
+        assert [_post(base, m) for m in ("gpt-4o-2024-11-20", "stand-in-vlm", "stand-in-judge", "gpt-4o-2024-11-2", "stand-in-judg")] == [200, 200, 200, 404, 404]
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
-    assert "after 1 requests" in out
+    assert "after 5 requests" in out  # the 404s are logged as requests too
+    assert (tmp_path / "stand_in" / "data").is_dir()  # a folder it was given is kept
+
+
+def test_stand_in_refuses_a_mistyped_judge_before_inference_and_cleans_up(tmp_path: Path) -> None:
+    """Offline as against a real server: a mistyped judge model fails the preflight (404) before any model
+    request, the run exits 1 with that one line last and no traceback; the stand-in serves only the names it
+    announces (`--model` adds one) and removes the folder it made itself when it stops."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LMMS_TASKS_JUDGE_"))}
+    proc, printed = _start_stand_in(["--model", "my-vlm"], {**env, "TMPDIR": str(scratch)})
+    try:
+        exports = dict(part.split("=", 1) for line in printed if line.startswith("export ") for part in line.split()[1:])
+        (made,) = list(scratch.iterdir())
+        assert _post(exports["OPENAI_API_BASE"], "my-vlm") == 200 and _post(exports["OPENAI_API_BASE"], "gpt-4o-2024-11-20") == 404
+        run_env = {**env, **exports, "LMMS_TASKS_JUDGE_MODEL": "stand-in-judgee", "HOME": str(tmp_path / "home")}
+        run = subprocess.run(
+            ["lmms-eval", "--model", "openai", "--model_args", "model_version=my-vlm", "--tasks", "haerae_vision_original", "--limit", "2",
+             "--include_path", tasks_path(), "--output_path", str(tmp_path / "out")],
+            capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=600,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    output = (run.stdout + run.stderr).strip()
+    assert run.returncode == 1, output[-3000:]
+    assert "Traceback" not in output and "DataError" not in output
+    last = output.splitlines()[-1]
+    assert "haerae_vision_original: the judge stand-in-judgee" in last and "HTTP 404" in last, last
+    assert "after 2 requests" in out  # the two above: no model request was sent
+    assert not made.exists()  # the folder it made is gone
 
 
 def test_demo_help_speaks_to_users() -> None:
@@ -141,9 +184,12 @@ def test_every_alias_starts_with_its_task_name() -> None:
 
 
 def test_score_says_where_its_records_go(tmp_path: Path) -> None:
-    from lmms_tasks.utils.commands.score import records_note
+    from lmms_tasks.utils.commands.score import default_output_dir, records_note
 
     run = tmp_path / "results"
-    beside = records_note(run / "model", run)
-    assert str(run / "model" / "judgements") in beside and f"{run / 'judgements'}/ are left unchanged" in beside
+    samples = run / "model" / "20260101_000000_samples_t.jsonl"
+    assert default_output_dir(samples) == run / "model" / "rescored"  # never the samples' own folder
+    beside = records_note(default_output_dir(samples), run)
+    assert str(run / "model" / "rescored" / "judgements") in beside and f"{run / 'judgements'}/ are left unchanged" in beside
     assert "replaced" in records_note(run, run)
+    assert "no results file" in records_note(default_output_dir(samples), None)

@@ -62,9 +62,9 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert "judge_score" in captured.out and "0.375" in captured.out and "judge=stand-in-judge@127.0.0.1" in captured.out
     incomplete = [line for line in captured.err.splitlines() if line.startswith("incomplete: lmmstasks_mini_judged:")]
     assert len(incomplete) == 1 and "1/4 judge request(s) failed after retries, the first ('3'): HTTP 500" in incomplete[0]
-    assert f"every failure is in {samples.parent / 'judgements' / f'{mini_task}.jsonl'}" in incomplete[0]
+    assert f"every failure is in {samples.parent / 'rescored' / 'judgements' / f'{mini_task}.jsonl'}" in incomplete[0]
 
-    report = json.loads((samples.parent / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    report = json.loads((samples.parent / "rescored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == mini_task and report["n_samples"] == 4 and report["errors"] == {}
     assert len(report["failures"]) == 1 and "'3'" in report["failures"][0]
     assert report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
@@ -72,7 +72,7 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert report["results"]["response_words,none"] == pytest.approx((2 + 0 + 3 + 1) / 4)  # a registered aggregation
     # three aggregations, one memoized batch: each question judged once (+1 retry of the failing one)
     assert judge_requests(mini_server, "stand-in-judge") == sorted(QUESTIONS + ["question three"])
-    records = (samples.parent / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()
+    records = (samples.parent / "rescored" / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(records) == 4
 
     # --judge-model re-judges everything with another judge, over the task's defaults and the environment
@@ -97,7 +97,7 @@ def test_rescore_reports_bad_input_naming_the_culprit(
     assert rescore.main([str(samples), "--include-path", str(mini_task_root)]) == 1
     captured = capsys.readouterr()
     assert "judge_failures" in captured.err and "doc_id 0" in captured.err
-    report = json.loads((samples.parent / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
+    report = json.loads((samples.parent / "rescored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     assert report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)  # the other metrics are kept
 
     samples.write_text(lines[0] + "\n{not json\n", encoding="utf-8")
@@ -110,7 +110,7 @@ def test_rescore_reports_bad_input_naming_the_culprit(
 
     good = write_samples(tmp_path / "run3", mini_task)  # several files: a bad one does not stop the others
     assert rescore.main([str(unknown), str(good), "--include-path", str(mini_task_root)]) == 2
-    assert (good.parent / f"{good.stem}.rescored.json").is_file()
+    assert (good.parent / "rescored" / f"{good.stem}.rescored.json").is_file()
 
 
 @pytest.mark.parametrize(
@@ -167,12 +167,12 @@ def test_score_asks_the_benchmark_that_declares_the_task_not_its_name(
     assert rescore.main([str(samples), "--include-path", str(declared)]) == rescore.EXIT_UNUSABLE
     err = capsys.readouterr().err
     assert "diagram_coding: HumanEval-V scores by EXECUTING model-written Python code" in err and "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in err
-    assert not list(samples.parent.glob("*.rescored.json"))
+    assert not list(samples.parent.glob("**/*.rescored.json"))
 
     samples = write_samples(tmp_path / "run_lookalike", "humaneval_v_lookalike")
     assert rescore.scoring_refusal("humaneval_v_lookalike", str(lookalike)) is None
     assert rescore.main([str(samples), "--include-path", str(lookalike)]) == rescore.EXIT_INCOMPLETE  # scored (one judgement fails)
-    report = json.loads(next(samples.parent.glob("*.rescored.json")).read_text(encoding="utf-8"))
+    report = json.loads(next(samples.parent.glob("**/*.rescored.json")).read_text(encoding="utf-8"))
     assert report["task"] == "humaneval_v_lookalike" and report["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
 
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
@@ -231,4 +231,4 @@ def test_score_checks_the_judge_before_judging(
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"the judge stand-in-judge at {mini_server.base_url} (key from LMMS_TASKS_JUDGE_API_KEY) rejected the key" in errors[0]
     assert mini_server.requests_for(model="stand-in-judge") == [] and len(mini_server.preflights) == 1
-    assert not (samples.parent / f"{samples.stem}.rescored.json").exists()
+    assert not (samples.parent / "rescored" / f"{samples.stem}.rescored.json").exists()
