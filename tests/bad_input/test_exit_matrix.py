@@ -150,6 +150,12 @@ def _check(fault: Fault, entry: str, outcome: Outcome) -> None:
         assert run.returncode == fault.status, tail
         assert f"lmms-eval: exit status {fault.status}" in run.stderr, tail
     assert re.search(fault.named, output, flags=re.MULTILINE), tail
+    if fault.status == EXIT_DATA and entry != "accelerate":  # a named condition: its one line last, no traceback
+        assert "Traceback" not in output and "DataError: haerae" not in output, tail
+        last = run.stderr.rstrip().splitlines()[-1]
+        assert re.search(fault.named.replace("Error during evaluation: ", "^  - ", 1), last), last
+    elif fault.status == EXIT_FAILED:
+        assert "Traceback" in output, tail  # a bug (or a backend failure) keeps its traceback
     assert "deadlock avoided" not in output and "Could not acquire internal lock" not in output  # no logging inside a sink
     if fault.outputs:
         assert run.results_path is not None and run.samples, tail
