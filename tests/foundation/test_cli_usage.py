@@ -19,6 +19,7 @@ import yaml
 from lmms_tasks import BENCHMARKS, tasks_path
 from lmms_tasks.__main__ import COMMANDS
 from lmms_tasks.utils.testing import demo as demo_module
+from lmms_tasks.utils.testing.e2e import console_script
 from lmms_tasks.utils.testing.stand_in import READY
 
 
@@ -123,7 +124,7 @@ def test_stand_in_refuses_a_mistyped_judge_before_inference_and_cleans_up(tmp_pa
         assert _post(exports["OPENAI_API_BASE"], "my-vlm") == 200 and _post(exports["OPENAI_API_BASE"], "gpt-4o-2024-11-20") == 404
         run_env = {**env, **exports, "LMMS_TASKS_JUDGE_MODEL": "stand-in-judgee", "HOME": str(tmp_path / "home")}
         run = subprocess.run(
-            ["lmms-eval", "--model", "openai", "--model_args", "model_version=my-vlm", "--tasks", "haerae_vision_original", "--limit", "2",
+            [console_script(), "--model", "openai", "--model_args", "model_version=my-vlm", "--tasks", "haerae_vision_original", "--limit", "2",
              "--include_path", tasks_path(), "--output_path", str(tmp_path / "out")],
             capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=600,
         )
