@@ -232,3 +232,21 @@ def test_score_checks_the_judge_before_judging(
     assert len(errors) == 1 and f"the judge stand-in-judge at {mini_server.base_url} (key from LMMS_TASKS_JUDGE_API_KEY) rejected the key" in errors[0]
     assert mini_server.requests_for(model="stand-in-judge") == [] and len(mini_server.preflights) == 1
     assert not (samples.parent / "rescored" / f"{samples.stem}.rescored.json").exists()
+
+
+def test_the_runs_own_records_are_found_from_its_results_file_not_from_folders_beside(tmp_path: Path) -> None:
+    """lmms-eval writes `<output_path>/<model_name_sanitized>/<ts>_results.json`: the run's judgements/ are in
+    <output_path>, whatever folder sits beside the samples (a re-score's `judgements/` there is not the run's)."""
+    from lmms_tasks.utils.commands.report.runs import output_path_of
+
+    model = tmp_path / "out" / "my__model"
+    model.mkdir(parents=True)
+    (model / "judgements").mkdir()  # a decoy beside the samples
+    results = model / "20260101_000000_results.json"
+    results.write_text(json.dumps({"results": {"t": {}}, "model_name_sanitized": "my__model"}), encoding="utf-8")
+    samples = model / "20260101_000000_samples_t.jsonl"
+    samples.write_text("{}\n", encoding="utf-8")
+    assert output_path_of(results, {"model_name_sanitized": "my__model"}) == tmp_path / "out"
+    assert output_path_of(tmp_path / "flat" / "x_results.json", {"model_name_sanitized": "my__model"}) == tmp_path / "flat"
+    assert rescore.run_output_path(samples) == tmp_path / "out"
+    assert rescore.run_output_path(tmp_path / "elsewhere" / "20260101_000000_samples_t.jsonl") is None  # nothing recorded

@@ -139,6 +139,7 @@ def write_run(
         "config": {"model": "openai", "model_args": f"model_version={model}"},
         "date": stamp,
         "model_name": model,
+        "model_name_sanitized": model,  # lmms-eval writes into <output_path>/<model_name_sanitized>/
     }
     directory = root / model
     directory.mkdir(parents=True, exist_ok=True)

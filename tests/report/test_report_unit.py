@@ -37,6 +37,7 @@ def _results_file(
         "config": {"model": "openai", "model_args": f"model_version={model},base_url=http://127.0.0.1:1/v1,api_key=[REDACTED]"},
         "date": stamp,
         "model_name": model,
+        "model_name_sanitized": model,  # lmms-eval writes into <output_path>/<model_name_sanitized>/
         "total_evaluation_time_seconds": "1.25",
         "throughput": {"total_elapsed_time": 0.5},
         "usage": {"by_source": {"model": {"input_tokens": 10, "output_tokens": 2, "n_api_calls": 1}}},
