@@ -574,9 +574,13 @@ def test_versions_named_are_the_ones_installed() -> None:
     from importlib.metadata import version
 
     installed = ".".join(version("transformers").split(".")[:2])
+    pinned = re.search(r"transformers\s*==", text(REPO / "setup.cfg") + text(REPO / "scripts" / "setup_env.sh")) is not None
     for path in every_document():
-        for named in re.findall(r"transformers (\d+\.\d+)", text(path)):
-            assert named == installed, (path.name, named, installed)
+        flat = " ".join(text(path).split())
+        for match in re.finditer(r"transformers (\d+\.\d+)", flat):
+            assert match.group(1) == installed, (path.name, match.group(1), installed)
+            # a version no setup pins is stated as what was installed then, never as what the setup installs
+            assert pinned or "at the time of writing" in flat[max(0, match.start() - 160) : match.end() + 160], (path.name, flat[match.start() - 80 : match.end() + 80])
     setup = text(REPO / "scripts" / "setup_env.sh")
     for pin in re.findall(r"(torch(?:vision)?==[\d.]+)", text(TOP)):
         assert pin in setup, pin
@@ -593,3 +597,9 @@ def test_console_command_and_test_command_are_documented() -> None:
     assert "`lmms-tasks COMMAND`" in top and "python -m lmms_tasks tasks" in top and "python -m lmms_tasks stand-in" in top
     ci = text(REPO / ".ci" / "run")
     assert "./scripts/test.sh" in ci and "`./scripts/test.sh`" in top and "`.ci/run`" in top
+    # what the test command installs, and that it needs root for apt, is said where the command is
+    tests_section = " ".join(top[top.index("## Tests") :].split("\n## ")[0].split())
+    browser = text(REPO / "scripts" / "setup_browser.sh")
+    for package in ("chromium", "fonts-nanum"):
+        assert package in browser and f"`{package}`" in tests_section, package
+    assert "root" in tests_section and "apt-get" in tests_section and re.search(r"about \d+ minutes", tests_section)
