@@ -118,7 +118,7 @@ def test_a_count_other_than_108_is_warned_about(v1_data: fx.FixtureSet) -> None:
 
 def test_refused_without_opt_in(v1_data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION")
-    with pytest.raises(DataError, match="^humaneval_v1_pass10: .*HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"):
+    with pytest.raises(execution.CodeExecutionNotAllowed, match="^humaneval_v1_pass10: .*HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"):
         docs("humaneval_v1_pass10")
 
 
