@@ -316,3 +316,23 @@ def _verdict_item_from(item: dict[str, Any], verdict: float) -> dict[str, Any]:
     from lmms_tasks.utils.services.verdicts import FAILED, PARSED
 
     return {**item, PARSED: verdict, FAILED: False}
+
+
+def test_unparsed_replies_are_checked_once_not_on_every_repeat(judge_env: StandInServer, tmp_path: Path) -> None:
+    """As for PC-VID: the unparsed-share check (exit 3) belongs to the task's judgement, not to the k-samples
+    repeats judged for the stability metrics (issue 43)."""
+    from lmms_tasks.utils.services import status as run_status
+
+    _script(judge_env, {question: "채점할 수 없습니다." for _, _, question, _ in ORIGINAL})  # no <score> tag: unparsed
+    items = _items("original", ORIGINAL)
+    args = SimpleNamespace(output_path=str(tmp_path / "out"))
+    run_status.clear()
+    try:
+        for repeat in (1, 2):
+            hooks.score_batch([{name: item for name in metrics.METRICS} for item in items], args=args, repeat=repeat)
+        assert run_status.faults("haerae_vision_original") == []
+        _judged(items, args)
+        (fault,) = run_status.faults("haerae_vision_original")
+        assert fault.code == run_status.EXIT_INCOMPLETE and "4 of 4 judge replies have no usable verdict" in fault.message
+    finally:
+        run_status.clear()
