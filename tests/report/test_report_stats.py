@@ -320,3 +320,19 @@ def test_the_paired_table_pairs_the_documents_both_runs_scored_out_of_order(new_
     rows = {row[0]: row for row in table(tables_markdown([a, b]), "paired-2")[1]}
     # docs 1-4: a 0.4, 0.6, 0.8, 1.0; b 0.7, 0.9, 0.9, 1.0 -> differences 0.3, 0.3, 0.1, 0.0: mean 0.175, SD 0.15, SE 0.075
     assert rows["`haerae_vision_original`"][3:8] == ["4", "0.7000", "0.8750", "0.1750", "0.0750"]
+
+
+def test_a_category_without_judged_items_is_na_not_zero(new_format_run: Any, tmp_path: Path) -> None:
+    """A category none of whose items was judged (all failed) has no mean in the summary: the category table
+    shows N/A for it, never 0.0000, which would read as 'every answer wrong' (issue 43)."""
+    import json
+
+    a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
+    b = new_format_run(tmp_path / "b", "model-b", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
+    summary = b / "judgements" / "haerae_vision_explicit.summary.json"
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    data["category_scores"] = {"게임": 0.0}  # 음식 문화: every request failed; 게임: judged, and scored 0
+    summary.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    rows = rows_by_first(tables_markdown([a, b]), "haerae-category")
+    assert rows["음식 문화"]["model-b explicit"] == "N/A" and rows["음식 문화"]["model-a explicit"] == "1.0000"
+    assert rows["게임"]["model-b explicit"] == "0.0000" and rows["게임"]["model-b original"] == "0.2500"
