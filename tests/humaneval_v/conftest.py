@@ -1,6 +1,5 @@
-"""Shared fixtures of the HumanEval-V tests."""
-
-from __future__ import annotations
+"""Shared fixtures of the HumanEval-V tests (no `from __future__` import: the upstream export appends this file
+to the conftest it generates, where such an import would no longer come first)."""
 
 import functools
 from dataclasses import replace
