@@ -377,8 +377,8 @@ def aggregate(
     if batch is not None:
         try:
             samples = batch_scored(samples, [e["metric"] for e in metric_list], batch, args)
-        except judge.JudgeUnavailable:
-            raise  # the judge failed its preflight in the batch step (where judged tasks judge): a refusal, exit 2
+        except (judge.JudgeUnavailable, judge.JudgeConfigError):
+            raise  # the judge is unusable as configured: the whole file is refused, nothing written
         except Exception as exc:  # noqa: BLE001 - reported for every metric (none can be computed)
             errors = {e["metric"]: f"{type(exc).__name__}: {exc}" for e in metric_list}
     for entry in metric_list:
