@@ -118,3 +118,42 @@ def test_printed_table_names_the_task(haerae_run) -> None:
     _, _, result = haerae_run
     rows = [line for line in result.stdout.splitlines() if line.startswith("|") and "haerae_vision_score" in line]
     assert rows and all("haerae_vision_original" in row for row in rows), result.stdout[-3000:]
+
+
+# -- issue 43: the commit recorded is the one the revision ASKED FOR resolved to --------------------------------
+
+SHA_MAIN = "1111111111111111111111111111111111111111"
+SHA_DEV = "2222222222222222222222222222222222222222"
+
+
+def _refs(cache: Path, repo_id: str, refs: dict[str, str]) -> None:
+    folder = cache / f"datasets--{repo_id.replace('/', '--')}" / "refs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, commit in refs.items():
+        (folder / name).write_text(commit + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("revision", "commit"),
+    [("dev", SHA_DEV), ("main", SHA_MAIN), ("v3", None), (SHA_DEV, SHA_DEV), ("refs-pr-1", None)],
+)
+def test_each_revision_resolves_through_its_own_ref(revision: str, commit: str | None, tmp_path: Path) -> None:
+    _refs(tmp_path, "owner/name", {"main": SHA_MAIN, "dev": SHA_DEV})
+    _refs(tmp_path, "owner/other", {"v3": SHA_MAIN})  # another repository's ref of that name says nothing here
+    assert data_service.hub_commit("owner/name", revision, cache_dir=tmp_path) == commit
+
+
+@pytest.mark.parametrize("name", ["vlm2_bench", "humaneval_v", "humaneval_v1", "haerae_vision"])
+def test_the_recorded_commit_is_the_asked_revisions(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants
+
+    source = sources()[name]
+    monkeypatch.delenv(source.env_var, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    default_commit = source.default_revision if data_service.COMMIT.fullmatch(source.default_revision) else SHA_MAIN
+    _refs(tmp_path, source.repo_id, {"dev": SHA_DEV, "main": SHA_MAIN, source.default_revision: default_commit})
+    monkeypatch.setenv(source.revision_var, "dev")
+    assert source.provenance("test") == {"source": "hub", "repo_id": source.repo_id, "revision": "dev", "revision_var": source.revision_var, "commit": SHA_DEV}
+    monkeypatch.delenv(source.revision_var)
+    found = source.provenance("test")
+    assert (found["revision"], found["commit"]) == (source.default_revision, default_commit)

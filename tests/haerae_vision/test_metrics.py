@@ -264,3 +264,75 @@ def test_bad_judge_setting_stops_the_loader_before_inference(monkeypatch: pytest
     with pytest.raises(DataError, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
         hooks.dataset_original()
     assert isinstance(stopped.value.__cause__, judge.JudgeConfigError)
+
+
+# -- issue 43: category means over judged items only; a missing category stays empty ----------------------------
+
+# question_idx -> (category, verdict): a number (parsed), None (a reply without a usable score: counts 0), or
+# "failed" (no reply after the retries: left out, never a 0). Expected means by hand.
+CATEGORY_ITEMS = {
+    "1": ("게임", 0.5),
+    "2": ("게임", "failed"),
+    "3": ("게임", None),
+    "4": ("과학", "failed"),  # every item of 과학 failed: no mean at all (not 0.0)
+    "5": ("과학", "failed"),
+    "6": ("음식 문화", 1.0),
+    "7": ("음식 문화", 0.0),  # a parsed 0 counts as 0, like an unparsed reply; neither is left out
+    "8": ("", 1.0),  # no category in the data
+}
+CATEGORY_MEANS = {"": 1.0, "게임": 0.25, "음식 문화": 0.5}
+
+
+def _verdict_item(qid: str, category: str, verdict: object) -> dict[str, Any]:
+    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+
+    item = metrics.process_results(_doc(int(qid), category, f"질문 {qid}"), ["답"])["haerae_vision_score"]
+    return {**item, PARSED: None if verdict == "failed" else verdict, FAILED: verdict == "failed"}
+
+
+def test_category_means_leave_out_failed_items_and_all_failed_categories() -> None:
+    items = [_verdict_item(q, c, v) for q, (c, v) in CATEGORY_ITEMS.items()]
+    for order in (items, items[::-1]):
+        scored = metrics.ScoredTask.from_items(json.loads(json.dumps(order, ensure_ascii=False)))
+        assert scored.category_means() == pytest.approx(CATEGORY_MEANS)
+        assert "과학" not in scored.category_means()
+        assert scored.failures == 3 and scored.unparsed == 1
+        assert scored.mean() == pytest.approx((0.5 + 0.0 + 1.0 + 0.0 + 1.0) / 5)
+
+
+@pytest.mark.parametrize(("doc_category", "expected"), [(None, ""), ("", ""), ("게임", "게임"), ("None", "None")])
+def test_a_missing_category_is_empty_not_the_text_none(doc_category: str | None, expected: str) -> None:
+    doc = _doc(3, "x", "질문")
+    doc["category"] = doc_category
+    without = {k: v for k, v in doc.items() if k != "category"}
+    for given in ([doc] if doc_category is not None else [doc, without]):
+        item = metrics.process_results(given, ["답"])["haerae_vision_score"]
+        assert item["category"] == expected
+        scored = metrics.ScoredTask.from_items([_verdict_item_from(item, 1.0)])
+        assert scored.category_means() == {expected: 1.0}
+
+
+def _verdict_item_from(item: dict[str, Any], verdict: float) -> dict[str, Any]:
+    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+
+    return {**item, PARSED: verdict, FAILED: False}
+
+
+def test_unparsed_replies_are_checked_once_not_on_every_repeat(judge_env: StandInServer, tmp_path: Path) -> None:
+    """As for PC-VID: the unparsed-share check (exit 3) belongs to the task's judgement, not to the k-samples
+    repeats judged for the stability metrics (issue 43)."""
+    from lmms_tasks.utils.services import status as run_status
+
+    _script(judge_env, {question: "채점할 수 없습니다." for _, _, question, _ in ORIGINAL})  # no <score> tag: unparsed
+    items = _items("original", ORIGINAL)
+    args = SimpleNamespace(output_path=str(tmp_path / "out"))
+    run_status.clear()
+    try:
+        for repeat in (1, 2):
+            hooks.score_batch([{name: item for name in metrics.METRICS} for item in items], args=args, repeat=repeat)
+        assert run_status.faults("haerae_vision_original") == []
+        _judged(items, args)
+        (fault,) = run_status.faults("haerae_vision_original")
+        assert fault.code == run_status.EXIT_INCOMPLETE and "4 of 4 judge replies have no usable verdict" in fault.message
+    finally:
+        run_status.clear()

@@ -28,3 +28,18 @@ def test_single_number_is_reduced_exactly_as_the_official_fraction() -> None:
     # 0.333333333 -> Fraction(...).limit_denominator(100000) == 1/3, so the float is 1/3, not 0.333333333
     assert parse_score("<score>0.333333333</score>") == 1 / 3
     assert parse_score("<score>0.333333333</score>") != 0.333333333
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<score>10/12</score>", 10 / 12),  # every digit of numerator and denominator (issue 43)
+        ("<score>7/10</score>", 0.7),
+        ("<score>15/20</score>", 0.75),
+        ("<score>12</score>", 12.0),
+        ("<score>100/100</score>", 1.0),
+        ("<score>10.5/21</score>", 0.5),
+    ],
+)
+def test_scores_of_several_digits(text: str, expected: float) -> None:
+    assert parse_score(text) == pytest.approx(expected, abs=1e-12)

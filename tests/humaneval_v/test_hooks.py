@@ -159,7 +159,7 @@ def fenced(code: str) -> str:
     return f"```python\n{code}```"
 
 
-def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) -> None:
+def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, unhurried: object) -> None:
     rows = data.records[fx.RECORDS_KEY]
     v2c = docs("humaneval_v_v2c")
     # q1 right, q2 right, q2-2 gated by pylint (dropped constant), q3 wrong answer
@@ -201,7 +201,7 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path) 
     assert by_qid["q3"]["passed"] is False and by_qid["q1"]["result"] == "passed"
 
 
-def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch, unhurried: object) -> None:
     rows = data.records[fx.RECORDS_KEY]
     right = [fenced(r["ground_truth_solution"]) for r in rows]
     wrong = "no code at all"  # the `pass` stub: lints clean, fails the tests

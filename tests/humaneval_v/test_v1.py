@@ -192,19 +192,27 @@ def test_select_content(reply: str, content: str) -> None:
 # -- gate and execution: v1's result strings -------------------------------------------------------------
 
 
-def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unhurried: execution.Limits) -> None:
     """Every table program (as given, and cut at the stop string) through the v1 tasks' own batch: pylint
     3.3.4 gate, then the sandbox with the official 2 s; each result is the official string."""
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     runs = [(case, case.official) for case in cases.CASES] + [(case, case.stopped) for case in cases.CASES if case.stopped]
-    programs = [case.program(verdict.completion) for case, verdict in runs]
-    batch = execution.evaluate_programs("humaneval_v1", programs, cache_dir=tmp_path / "cache", progress=False)
-    mismatches = []
-    for (case, verdict), got in zip(runs, batch.verdicts):
-        if (cases.comparable(got.result), got.passed, got.gated) != (cases.comparable(case.result_here(verdict)), verdict.passed, verdict.gated):
-            mismatches.append((case.name, got.result, case.result_here(verdict)))
-    assert mismatches == []
     assert len(runs) == len(cases.CASES) + sum(c.stopped is not None for c in cases.CASES)
+    # No verdict may depend on how busy the machine is (issue 43: under load a passing program ran past the
+    # official 2 s and read "timed out"). The official bound stays on the programs whose official result IS the
+    # timeout (an endless loop reaches any bound, however slow the machine); every other program gets a bound
+    # no correct run reaches, so a slow start or a slow test script cannot turn its verdict into a timeout.
+    endless = [(case, verdict) for case, verdict in runs if verdict.result == "timed out"]
+    finite = [(case, verdict) for case, verdict in runs if verdict.result != "timed out"]
+    assert endless and finite  # both halves of the table are exercised
+    mismatches = []
+    for part, limits in ((endless, execution.OFFICIAL_LIMITS), (finite, unhurried)):
+        programs = [case.program(verdict.completion) for case, verdict in part]
+        batch = execution.evaluate_programs("humaneval_v1", programs, limits=limits, cache_dir=tmp_path / "cache", progress=False)
+        for (case, verdict), got in zip(part, batch.verdicts):
+            if (cases.comparable(got.result), got.passed, got.gated) != (cases.comparable(case.result_here(verdict)), verdict.passed, verdict.gated):
+                mismatches.append((case.name, got.result, case.result_here(verdict)))
+    assert mismatches == []
 
 
 def test_v1_result_wording() -> None:
@@ -297,7 +305,7 @@ def test_pass_at_10_standard_error_is_that_of_the_per_task_pass_at_10(tmp_path: 
     assert "pass@10_stderr" not in by_name  # one route
 
 
-def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unhurried: object) -> None:
     """The official parse-rate example: four tasks x two replies, three stopped by pylint -> 62.5 (and the
     per-sample results as the official run recorded them)."""
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")

@@ -159,3 +159,123 @@ def test_failed_requests_make_one_line_and_the_records_hold_every_one(fault: str
     records = [json.loads(x) for x in batch.records_path.read_text(encoding="utf-8").splitlines()]
     assert sorted(r["key"] for r in records if r["error"]) == [f"item-{i:02d}" for i in range(n)]
     assert all(f"HTTP {fault[:3]}" in r["error"] for r in records)
+
+
+# -- issue 43: each refusal the preflight must stop on, and what the memo keys on --------------------------------
+
+
+class Refusing:
+    """A 127.0.0.1 endpoint that answers every chat completion with `status` and an OpenAI-shaped error body
+    (`code`, `type`), or a chat completion for the models/keys/API versions `rule` lets through; records what came."""
+
+    def __init__(self, status: int = 200, code: str | None = None, type_: str | None = None, rule: object = None) -> None:
+        import http.server
+        import threading
+
+        self.seen: list[dict] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                seen = {"path": self.path, "model": body.get("model"), "key": self.headers.get("Authorization") or self.headers.get("api-key")}
+                outer.seen.append(seen)
+                answer = outer.status if outer.rule is None else outer.rule(seen)
+                if answer == 200:
+                    reply = {"id": "x", "object": "chat.completion", "created": 0, "model": seen["model"],
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": "pong"}, "finish_reason": "length"}]}  # fmt: skip
+                else:
+                    reply = {"error": {"message": f"refused with {answer}", "type": outer.type_, "param": None, "code": outer.code}}
+                data = json.dumps(reply).encode()
+                self.send_response(answer)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.status, self.code, self.type_, self.rule = status, code, type_, rule
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> Refusing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+REFUSALS = [
+    # (HTTP status, error code, error type) -> what the one line says, or None: the judge passes the preflight
+    (401, "invalid_api_key", "invalid_request_error", "rejected the key (HTTP 401"),
+    (403, None, "permission_error", "rejected the key (HTTP 403"),  # e.g. a key without access to the project or region
+    (403, "unsupported_country_region_territory", "request_forbidden", "rejected the key (HTTP 403"),
+    (404, "model_not_found", "invalid_request_error", "does not serve model stand-in-judge (HTTP 404"),
+    (404, "DeploymentNotFound", None, "does not serve model stand-in-judge (HTTP 404"),  # Azure's spelling
+    (429, "insufficient_quota", "insufficient_quota", "has no quota left (HTTP 429"),  # OpenAI's body
+    (429, "insufficient_quota", None, "has no quota left (HTTP 429"),  # the code decides, whatever the type says
+    (429, "rate_limit_exceeded", "requests", None),  # a rate limit clears: judging retries it
+    (429, None, None, None),
+    (400, "invalid_value", "invalid_request_error", None),  # e.g. max_tokens=1 refused: it took the key and knows the model
+    (422, None, None, None),
+    (500, None, "server_error", None),
+    (503, None, None, None),
+]
+
+
+@pytest.mark.parametrize(("status", "code", "type_", "says"), REFUSALS, ids=[f"{s}-{c}-{t}" for s, c, t, _ in REFUSALS])
+def test_each_refusal_the_preflight_stops_on(status: int, code: str | None, type_: str | None, says: str | None, tmp_path: Path) -> None:
+    with Refusing(status, code, type_) as server:
+        config = config_for(server.base_url, tmp_path)
+        problem = judge.preflight_problem(config)
+        if says is None:
+            assert problem is None
+            judge.check_judge(config)  # no raise
+        else:
+            assert problem is not None and says in problem and "\n" not in problem, problem
+            assert f"the judge stand-in-judge at {server.base_url} (key from LMMS_TASKS_JUDGE_API_KEY)" in problem
+            assert KEY not in problem
+            with pytest.raises(judge.JudgeUnavailable):
+                judge.check_judge(config)
+        assert len(server.seen) == 1  # one request (the answer is memoized), retried only on a connection error
+
+
+def test_the_memo_keys_on_endpoint_key_model_api_version_and_role(tmp_path: Path) -> None:
+    """A preflight's answer is reused only for the same judge: each setting that identifies it is checked anew."""
+    bad_key, bad_model, bad_version = "sk-revoked-0123456789abcdef", "retired-judge", "2023-05-15"
+
+    def rule(seen: dict) -> int:
+        if bad_key in str(seen["key"]):
+            return 401
+        if seen["model"] == bad_model or bad_model in seen["path"] or bad_version in seen["path"]:
+            return 404
+        return 200
+
+    with Refusing(rule=rule) as first, Refusing(status=401) as second:
+        good = config_for(first.base_url, tmp_path)
+        assert judge.preflight_problem(good) is None
+        assert judge.preflight_problem(good) is None and len(first.seen) == 1  # the same judge: asked once
+        changed = {
+            "key": (replace(good, api_key=bad_key), "rejected the key"),
+            "model": (replace(good, model=bad_model), f"does not serve model {bad_model}"),
+            "endpoint": (replace(good, base_url=second.base_url), "rejected the key"),
+        }
+        for what, (config, says) in changed.items():
+            problem = judge.preflight_problem(config)
+            assert problem is not None and says in problem, (what, problem)
+        azure = replace(good, base_url=first.base_url.removesuffix("/v1"), api_version="2024-10-21", key_source="AZURE_OPENAI_API_KEY")
+        assert judge.preflight_problem(azure) is None
+        problem = judge.preflight_problem(replace(azure, api_version=bad_version))
+        assert problem is not None and "does not serve model" in problem, problem
+        rejected = replace(good, api_key=bad_key)
+        for role in ("judge", "PC-VID judge"):  # the line names the role that asked
+            assert judge.preflight_problem(rejected, role=role).startswith(f"the {role} stand-in-judge at ")
+    assert len(second.seen) == 1

@@ -198,3 +198,24 @@ def test_csv_written_by_pandas_round_trips(data: Path, tmp_path: Path) -> None:
 
     back = pd.read_csv(io.StringIO(text))
     assert back["response"].isna().tolist() == [False, True, True, False, False]  # "N/A" and "" are missing to score.py
+
+
+@pytest.mark.parametrize("refusal", ["401-echo", "unknown model"])
+def test_a_refused_judge_stops_the_official_file_before_any_judge_request(refusal: str, data: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch) -> None:
+    """`score --from-official` is an entry point of its own: it preflights the judge (issue 29) like `score` and a
+    run do, so a judge that refuses is one line and exit 2, with no judge request and nothing written (not one
+    failed request per row and exit 3)."""
+    csv_path = main_py_csv(data, "original", {q: v[0] for q, v in ORIGINAL.items()}, tmp_path / "outputs" / "m-original_1.csv")
+    served = {"not-the-judge"} if refusal == "unknown model" else None
+    with StandInServer(default_reply="<score>1/1</score>", served_models=served) as server:
+        if refusal == "401-echo":
+            server.fault(lambda r: True, "401-echo", times=None)
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "sk-refused-0123456789abcdef")
+        status, errors = _score(["haerae", str(csv_path), "--output-dir", str(tmp_path / "scored")], capsys)
+        requests, preflights, base_url = list(server.requests), list(server.preflights), server.base_url
+    assert status == 2 and len(errors) == 1, errors
+    says = "rejected the key (HTTP 401" if refusal == "401-echo" else "does not serve model gpt-5-mini (HTTP 404"
+    assert f"the judge gpt-5-mini at {base_url} (key from LMMS_TASKS_JUDGE_API_KEY) {says}" in errors[0]
+    assert requests == [] and len(preflights) == 1
+    assert not (tmp_path / "scored").exists() or not list((tmp_path / "scored").rglob("*.rescored.json"))

@@ -247,3 +247,35 @@ def test_the_official_example_layout_is_scored_as_v2_through_the_command(hev_env
     assert f"{path}: HumanEval-V v2 prediction file (V2C-CoT, 6 prediction(s) per task) -> humaneval_v_v2c_cot_pass3" in proc.stdout
     report = _report(hev_env / "scored", "example_pred_sample_6", "humaneval_v_v2c_cot_pass3")
     assert report["official_setting"] == "V2C-CoT" and report["results"]["pass@3,n6"] == 57.5
+
+
+# -- issue 43: every name against every prompt template: the content decides, the name only where it is silent ----
+
+TEMPLATE_EXPERIMENTS = {"v2c": ("V2C",), "v2c_cot": ("V2C-CoT",), "v2t": ("V2T",), "t2c": ("GT-T2C", "V2T2C", "V2T2C-4o")}  # spec 2.3
+NAMED = {  # a file name -> the experiment it names (None: a v1 name, or no official name)
+    "my_lmm_V2C_sample_6.json": "V2C",
+    "my_lmm_V2C-CoT_sample_6.json": "V2C-CoT",
+    "my_lmm_GT-T2C_sample_6.json": "GT-T2C",
+    "my_lmm_V2T2C_T2C_sample_6.json": "V2T2C",
+    "my_lmm_V2T2C-4o_T2C_sample_6.json": "V2T2C-4o",
+    "my_lmm_V2T_sample_6.json": "V2T",
+    "my_lmm_sample_6.json": None,
+    "predictions.json": None,
+}
+NAME_AGAINST_CONTENT = [(name, template) for name in NAMED for template in TEMPLATE_EXPERIMENTS]
+
+
+@pytest.mark.parametrize(("name", "template"), NAME_AGAINST_CONTENT, ids=[f"{n}-{t}" for n, t in NAME_AGAINST_CONTENT])
+def test_the_name_never_overrides_the_prompt(name: str, template: str, tmp_path: Path) -> None:
+    from lmms_tasks.utils.commands.official import humaneval_v
+    from lmms_tasks.utils.commands.official.common import OfficialFormatError
+
+    path = with_prompts(tmp_path / name, V2C_1, template)
+    fits = TEMPLATE_EXPERIMENTS[template]
+    if len(fits) == 1:
+        assert humaneval_v.detect_file(path) == fits[0]  # whatever the name says
+    elif NAMED[name] in fits:
+        assert humaneval_v.detect_file(path) == NAMED[name]  # T2C's experiments share a template: the name tells them apart
+    else:
+        with pytest.raises(OfficialFormatError, match="cannot tell its HumanEval-V setting"):
+            humaneval_v.detect_file(path)

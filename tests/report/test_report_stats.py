@@ -277,3 +277,62 @@ def test_a_label_without_a_glyph_warns(new_format_run: Any, tmp_path: Path, monk
     run = new_format_run(tmp_path / "a", "model-a", gc=[1], hev=[1], haerae=[0.5])
     with pytest.warns(plots.MissingGlyphWarning, match=r"plot haerae_vision_gap: no font has .*게"):
         render_plots([run], ("haerae_vision_gap",), tmp_path, ("png",))
+
+
+# -- issue 43: the paired table pairs by doc_id, whatever order the samples files hold -------------------------
+
+PAIRED_ROWS = [  # the rows of test_the_paired_table_compares_the_units_both_runs_scored (same runs)
+    ["`haerae_vision_original`", "`haerae_vision_score`", "item", "5", "0.6000", "0.8000", "0.2000", "0.0632", "0.0244", "0.3756", "0.0341", "no"],
+    ["`humaneval_v_v2c`", "`pass@1`", "task", "4", "50.00", "75.00", "25.00", "25.00", "-54.56", "104.56", "0.3910", "yes"],
+    ["`vlm2_bench_gc_mat`", "`vlm2_score`", "pair", "4", "75.00", "75.00", "0.00", "40.82", "-129.92", "129.92", "1.0000", "yes"],
+]
+
+
+def _reorder(run: Path, order: Any) -> None:
+    for path in run.rglob("*_samples_*.jsonl"):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(order(lines)), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("order_a", "order_b"),
+    [
+        (list, lambda lines: lines[::-1]),
+        (lambda lines: lines[::-1], list),
+        (lambda lines: lines[1:] + lines[:1], lambda lines: lines[2:] + lines[:2]),
+    ],
+    ids=["b reversed", "a reversed", "both rotated"],
+)
+def test_the_paired_table_pairs_by_document_not_by_line(order_a: Any, order_b: Any, new_format_run: Any, tmp_path: Path) -> None:
+    a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0, 1, 1], hev=[1, 1, 0, 0], haerae=[0.2, 0.4, 0.6, 0.8, 1.0])
+    b = new_format_run(tmp_path / "b", "model-b", gc=[1, 1, 1, 0], hev=[1, 1, 1, 0], haerae=[0.5, 0.7, 0.9, 0.9, 1.0])
+    _reorder(a, order_a)
+    _reorder(b, order_b)
+    assert table(tables_markdown([a, b]), "paired-2")[1] == PAIRED_ROWS
+
+
+def test_the_paired_table_pairs_the_documents_both_runs_scored_out_of_order(new_format_run: Any, tmp_path: Path) -> None:
+    a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0], hev=[1, 0], haerae=[0.2, 0.4, 0.6, 0.8, 1.0])
+    b = new_format_run(tmp_path / "b", "model-b", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.7, 0.9, 0.9, 1.0])
+    samples = b / "model-b" / "20260301_120000_samples_haerae_vision_original.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    samples.write_text("".join([lines[3], lines[1], lines[4], lines[2]]), encoding="utf-8")  # doc 0 not scored in b
+    rows = {row[0]: row for row in table(tables_markdown([a, b]), "paired-2")[1]}
+    # docs 1-4: a 0.4, 0.6, 0.8, 1.0; b 0.7, 0.9, 0.9, 1.0 -> differences 0.3, 0.3, 0.1, 0.0: mean 0.175, SD 0.15, SE 0.075
+    assert rows["`haerae_vision_original`"][3:8] == ["4", "0.7000", "0.8750", "0.1750", "0.0750"]
+
+
+def test_a_category_without_judged_items_is_na_not_zero(new_format_run: Any, tmp_path: Path) -> None:
+    """A category none of whose items was judged (all failed) has no mean in the summary: the category table
+    shows N/A for it, never 0.0000, which would read as 'every answer wrong' (issue 43)."""
+    import json
+
+    a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
+    b = new_format_run(tmp_path / "b", "model-b", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
+    summary = b / "judgements" / "haerae_vision_explicit.summary.json"
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    data["category_scores"] = {"게임": 0.0}  # 음식 문화: every request failed; 게임: judged, and scored 0
+    summary.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    rows = rows_by_first(tables_markdown([a, b]), "haerae-category")
+    assert rows["음식 문화"]["model-b explicit"] == "N/A" and rows["음식 문화"]["model-a explicit"] == "1.0000"
+    assert rows["게임"]["model-b explicit"] == "0.0000" and rows["게임"]["model-b original"] == "0.2500"

@@ -77,6 +77,33 @@ def test_two_identical_runs_under_baseline(tmp_path: Path) -> None:
         compared = [r for r in mine if r["Metric"] == headline]
         others = [r for r in mine if r["Metric"] != headline]
         assert len(compared) == 1 and compared[0]["Diff"] == "+0.0%" and compared[0]["CI"] != "N/A", compared
+        se = second.results["results"][task][f"{headline}_stderr_clt,none"]  # issue 43: the row keeps its standard error
+        assert isinstance(se, float) and compared[0]["Stderr_CLT"] == "%.4f" % se, (compared, se)
         assert others and all(r[c] == "N/A" for r in others for c in PAIRED_COLUMNS), others
     judge_rows = [r for r in rows if r["Metric"] in ("judge_failures", "judge_unparsed")]
     assert len(judge_rows) == 2 and all(r["Diff"] == "N/A" for r in judge_rows)
+
+
+# -- issue 43: every column of the compared metric stays on its row ---------------------------------------------
+
+COMPARED_KEYS = [  # each statistic lmms-eval writes for a metric, under the metric's filter
+    "vlm2_score,none",
+    "vlm2_score_stderr,none",
+    "vlm2_score_stderr_clt,none",
+    "vlm2_score_stderr_clustered,none",
+    "vlm2_score_expected_accuracy,none",
+    "vlm2_score_consensus_accuracy,none",
+    "vlm2_score_internal_variance,none",
+    "vlm2_score_consistency_rate,none",
+]
+OTHER_KEYS = ["vlm2_pos_acc,none", "vlm2_pos_acc_stderr_clt,none", "judge_failures,none", "judge_failures_stderr,none", "vlm2_score_n,none"]
+
+
+@pytest.mark.parametrize("key", COMPARED_KEYS)
+def test_each_statistic_of_the_compared_metric_stays_on_its_row(key: str) -> None:
+    values = {"alias": "t", **dict.fromkeys(COMPARED_KEYS + OTHER_KEYS, 1.5), "paired_baseline": "b", "paired_pvalue": 0.5}
+    split = compared_rows_only({"results": {"t": values}, "configs": {"t": {"score_key": "vlm2_score"}}})["results"]
+    mine, others = split["t"], split["t\u200b"]
+    assert key in mine and key not in others
+    assert set(mine) == {"alias", "paired_baseline", "paired_pvalue", *COMPARED_KEYS}
+    assert set(others) == {"alias", *OTHER_KEYS}

@@ -232,3 +232,44 @@ def test_mixed_subtasks_are_refused() -> None:
     items = [_item("oc_cpr", 0, "1_p", "T", "T"), _item("pc_cpr", 1, "1_n", "F", "F")]
     with pytest.raises(ValueError, match="several subtasks"):
         hooks.agg_tf_pair_acc(items)
+
+
+# -- issue 43: a GC group is decided by all of its members, in any order ---------------------------------------
+
+# (gt, answer) of each member of one q_id group -> (pos_ok, neg_ok), per the official GC scorer (spec 1.6 "T/F, GC"):
+# p_correct iff SOME member with gt "T" answered "T"; n_correct iff SOME member with gt "F" answered "F".
+GC_GROUPS = [
+    ([("T", "T"), ("T", "F"), ("F", "F")], (True, True)),  # a second T member answered wrong does not undo the first
+    ([("T", "F"), ("T", "T"), ("F", "F")], (True, True)),
+    ([("F", "F"), ("F", "T"), ("T", "T")], (True, True)),
+    ([("F", "T"), ("F", "F"), ("T", "F")], (False, True)),
+    ([("T", "T"), ("F", "T"), ("F", "T")], (True, False)),
+    ([("T", "F"), ("T", "F"), ("F", "F")], (False, True)),
+    ([("T", "T"), ("F", "T")], (True, False)),
+    ([("T", "T")], (True, False)),  # a singleton: never pair-correct
+]
+
+
+@pytest.mark.parametrize(("members", "expected"), GC_GROUPS, ids=lambda v: str(v))
+def test_a_gc_group_is_decided_by_every_member_in_any_order(members: list[tuple[str, str]], expected: tuple[bool, bool]) -> None:
+    import itertools
+
+    from lmms_tasks.utils.vlm2_bench.metrics import gc_pairs
+
+    for order in itertools.permutations(range(len(members))):
+        items = [_item("gc_trk", index, "g1", members[m][0], members[m][1]) for index, m in enumerate(order)]
+        for exact in (False, True):
+            (pair,) = gc_pairs(items, exact=exact)
+            assert (pair.pos_ok, pair.neg_ok) == expected, (order, exact)
+            assert pair.correct is all(expected)
+        counts = gc_pair_counts(_rank_shuffled(items))
+        assert (counts.correct_pos, counts.correct_neg, counts.correct_pairs, counts.n) == (expected[0], expected[1], all(expected), 1)
+
+
+def test_vid_judge_scores_of_two_digits_are_not_read_as_one() -> None:
+    # "Score: 10" is 10 (not 1): scores are not clipped (spec 1.6, quirk V11), so it moves the type's percentage
+    from lmms_tasks.utils.vlm2_bench.parsers import parse_judge_score
+
+    replies = [("AB", "Score: 10"), ("AB", "Score: 0"), ("ABA", "Reasoning. Score:12"), ("ABA", "Score: 2")]
+    stats = vid_stats([(type_, parse_judge_score(reply)) for type_, reply in replies])
+    assert (stats.ab_pct, stats.aba_pct) == pytest.approx((500.0, 350.0))

@@ -55,3 +55,20 @@ def test_grouping_helpers() -> None:
 @pytest.mark.parametrize("case", cases.VID_CASES, ids=lambda c: c.name)
 def test_parse_judge_score(case: cases.VidCase) -> None:
     assert parse_judge_score(case.judge_reply) == case.score
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Score: 10", 10),  # every digit of the first number (spec 1.5 (e): `Score:\s*(\d+)`, cast to int)
+        ("Score:12", 12),
+        ("Score: 100 out of 2", 100),
+        ("Score: 01", 1),
+        ("Score: 2.5", 2),
+        ("Score: 1 0", 1),
+        ("Score:\n\n 20", 20),
+        ("Score: 11\nScore: 2", 11),
+    ],
+)
+def test_parse_judge_score_reads_the_whole_number(reply: str, score: int) -> None:
+    assert parse_judge_score(reply) == score

@@ -168,3 +168,23 @@ def test_vid_units_have_the_score_as_mean_and_the_two_type_standard_error_as_clt
     check([("AB", 1), ("AB", 0), ("AB", 0)])  # no ABA video judged
     # one video of a type: no variance estimate for it, the types pooled (the weighted units)
     assert vid_se_unit_scores([("AB", 1), ("AB", 0), ("ABA", 2)]) == pytest.approx([100 * 3 / 4, 0.0, 100 * 3 / 2])
+
+
+@pytest.mark.parametrize("missing", range(9))
+def test_a_group_stderr_is_na_when_any_subtask_has_none(missing: int) -> None:
+    """Every member decides, whichever position lmms-eval hands it in (issue 43): one subtask without a standard
+    error makes the 9-subtask mean's N/A; the 8-image mean ignores PC-VID's only."""
+    from lmms_tasks.utils.vlm2_bench import SUBTASKS
+
+    names = [f"vlm2_bench_{s}" for s in SUBTASKS]
+    for order in (names, names[::-1]):
+        stderrs = {name: 2.0 for name in order}
+        stderrs[names[missing]] = "N/A"
+        values = [stderrs[name] for name in order]
+        assert hooks.group_mean.stderr(values, [1] * 9, False, subtasks=order) == "N/A"
+        assert hooks.group_overall.stderr(values, [1] * 9, False, subtasks=order) == "N/A"
+        img8 = hooks.group_img8_score.stderr(values, [1] * 9, False, subtasks=order)
+        if names[missing] == "vlm2_bench_pc_vid":
+            assert img8 == pytest.approx(math.sqrt(8 * 2.0**2) / 8)
+        else:
+            assert img8 == "N/A"

@@ -140,3 +140,28 @@ def test_vid_units_are_weighted_so_their_mean_is_the_score_and_a_lone_type_pools
     assert [r["vlm2_score"]["score"] for r in again] == [1.0, 0.0, 1.0, 0.5]
     assert all("unit_score" not in r for r in again)
     assert list((tmp_path / "out" / "repeats" / "1" / "judgements").glob("vlm2_bench_pc_vid.jsonl"))
+
+
+def test_unparsed_replies_are_checked_once_not_on_every_repeat(judge_env, tmp_path: Path) -> None:
+    """The unparsed-share check (exit 3) belongs to the task's judgement; the k-samples repeats are judged into
+    their own folders for the stability metrics and are not checked again (one fault, one warning, per task)."""
+    from lmms_tasks.utils.services import status as run_status
+
+    server = judge_env
+    for name in ("a1", "a2", "b1"):
+        server.script(f"desc-{name}", "I cannot tell.")  # no "Score:": unparsed
+    items = [_item(0, "v_AB_1", "desc-a1"), _item(1, "v_AB_2", "desc-a2"), _item(2, "v_ABA_1", "desc-b1")]
+    args = SimpleNamespace(output_path=str(tmp_path / "out"))
+    run_status.clear()
+    try:
+        for repeat in (1, 2, 3):
+            hooks.score_batch([{"vlm2_score": item} for item in items], args, repeat=repeat)
+        assert run_status.faults("vlm2_bench_pc_vid") == []  # the repeats alone: nothing recorded
+        hooks.score_batch([{"vlm2_score": item} for item in items], args)
+        (fault,) = run_status.faults("vlm2_bench_pc_vid")
+        assert fault.code == run_status.EXIT_INCOMPLETE and "3 of 3 judge replies have no usable verdict" in fault.message
+        for repeat in (1, 2):
+            hooks.score_batch([{"vlm2_score": item} for item in items], args, repeat=repeat)
+        assert len(run_status.faults("vlm2_bench_pc_vid")) == 1
+    finally:
+        run_status.clear()
