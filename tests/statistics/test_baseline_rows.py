@@ -78,7 +78,7 @@ def test_two_identical_runs_under_baseline(tmp_path: Path) -> None:
         others = [r for r in mine if r["Metric"] != headline]
         assert len(compared) == 1 and compared[0]["Diff"] == "+0.0%" and compared[0]["CI"] != "N/A", compared
         se = second.results["results"][task][f"{headline}_stderr_clt,none"]  # issue 43: the row keeps its standard error
-        assert isinstance(se, float) and compared[0]["Stderr_CLT"] == "%.4f" % se, (compared, se)
+        assert isinstance(se, float) and compared[0]["Stderr_CLT"] == f"{se:.4f}", (compared, se)
         assert others and all(r[c] == "N/A" for r in others for c in PAIRED_COLUMNS), others
     judge_rows = [r for r in rows if r["Metric"] in ("judge_failures", "judge_unparsed")]
     assert len(judge_rows) == 2 and all(r["Diff"] == "N/A" for r in judge_rows)
