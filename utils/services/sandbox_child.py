@@ -1,25 +1,19 @@
 """The program's side of the sandbox: the harness that runs one program as the official HumanEval-V harness
-does. `lmms_tasks.utils.services.sandbox` starts it as `python -I -B -S -c BOOTSTRAP PATH WORKDIR
-SETTINGS_HEX`, inside bubblewrap (or, in the fallback, as a plain subprocess), and sends this module's code
-(compiled once per caller process), then the program (4-byte length + UTF-8 text) and the run's token, on
-its stdin. Standard library only; the package imports its record codec and `judge_channel`.
+does. `sandbox.py` starts it (`python -I -B -S -c BOOTSTRAP PATH WORKDIR SETTINGS_HEX`) inside bubblewrap, where
+it is the program process (pid 2; bubblewrap's init is pid 1), or in the fallback as a plain subprocess that forks
+so that the program's parent is never the evaluator. Its stdin brings this module's code, then the program
+(4-byte length + UTF-8) and the run's token. Standard library only.
 
-Inside bubblewrap the harness is the program process itself (pid 2; bubblewrap's init is pid 1, and when
-the harness ends the kernel kills everything left in the pid namespace). In the fallback it forks: the
-parent waits and exits with the program process's status (code, or 128 + signal, as bubblewrap reports
-it), so the program's parent is never the evaluator.
-
-Result channel. The harness writes b"R" when it is up (so the caller tells a sandbox that could not start
-from a program that failed), then, after `exec` returned, one frame (a `pack_record` record) carrying the
-per-run token, which it reads from its input pipe only then. The caller accepts a verdict only if exactly one
-frame arrived, it carries the token, and the program process then exited 0 (`judge_channel`): writing frames
-cannot turn a failure into a pass. What stays possible from inside the interpreter, as in the official
-harness: a program written against this harness can read the token from its input pipe, write a frame and
-`os._exit(0)`, or monkeypatch the harness; it only changes its own verdict.
+Result channel: b"R" once the harness is up (a sandbox that could not start is told from a failing program),
+then, after `exec` returned, one frame (`pack_record`) carrying the token, read from the input pipe only then.
+`judge_channel` accepts a verdict only from exactly one frame with the token from a program process that then
+exited 0, so writing frames cannot turn a failure into a pass. As in the official harness, a program written
+against this harness can still read the token, write a frame and `os._exit(0)`; it only changes its own verdict.
 """
 
 from __future__ import annotations
 
+import io
 import marshal
 import os
 import resource
@@ -42,66 +36,51 @@ def pack_record(record: dict[str, str]) -> bytes:
 
 def unpack_record(data: bytes) -> dict[str, str] | None:
     """The inverse of pack_record; None for anything malformed."""
-    items, offset = [], 0
-    while offset < len(data):
-        size = int.from_bytes(data[offset : offset + 4], "big")
-        if offset + 4 > len(data) or offset + 4 + size > len(data):
-            return None
-        try:
-            items.append(data[offset + 4 : offset + 4 + size].decode("utf-8", "surrogatepass"))
-        except UnicodeDecodeError:
-            return None
-        offset += 4 + size
-    if len(items) % 2:
+    items, garbage = _frames(data)
+    try:
+        texts = [item.decode("utf-8", "surrogatepass") for item in items]
+    except UnicodeDecodeError:
         return None
-    return dict(zip(items[::2], items[1::2]))
+    return None if garbage or len(texts) % 2 else dict(zip(texts[::2], texts[1::2]))
+
+
+def _frames(data: bytes) -> tuple[list[bytes], int]:
+    """Split length-prefixed items; returns (items, trailing garbage bytes)."""
+    frames, offset = [], 0
+    while offset + 4 <= len(data) and offset + 4 + (size := int.from_bytes(data[offset : offset + 4], "big")) <= len(data):
+        frames.append(data[offset + 4 : offset + 4 + size])
+        offset += 4 + size
+    return frames, len(data) - offset
 
 
 # --- the program process -------------------------------------------------------------------------------
-class TimeoutException(Exception):
-    """Raised by the wall-clock timer inside the program, as in the official harness."""
+class TimeoutException(Exception):  # raised by the wall-clock timer inside the program, as officially
+    pass
 
 
-class _CappedWriteOnly:
+class _CappedWriteOnly(io.TextIOBase):
     """sys.stdout/sys.stderr stand-in: keeps the first `cap` characters, cannot be read (official)."""
 
     def __init__(self, cap: int) -> None:
-        self.cap, self.parts, self.size, self.closed = cap, [], 0, False
+        self.cap, self.parts, self.size = cap, [], 0
 
     def write(self, text: str) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
-        if self.size < self.cap:
-            self.parts.append(text[: self.cap - self.size])
+        self.parts.append(text[: max(0, self.cap - self.size)])
         self.size += len(text)
         return len(text)
-
-    def writelines(self, lines: object) -> None:
-        for line in lines:  # type: ignore[attr-defined]
-            self.write(line)
-
-    def flush(self) -> None:
-        return None
-
-    def close(self) -> None:
-        self.closed = True
 
     def read(self, *args: object) -> str:
         raise OSError("stream is write-only")
 
-    readline = readlines = read
+    readline = read
 
     def readable(self) -> bool:
         return False
 
     def writable(self) -> bool:
         return True
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        raise OSError("no file descriptor")
 
     @property
     def encoding(self) -> str:
@@ -111,82 +90,59 @@ class _CappedWriteOnly:
         return "".join(self.parts)
 
 
+def _refuse(*args: object, **kwargs: object) -> None:
+    raise PermissionError("network access is disabled in the sandbox")
+
+
 def _guard_sockets() -> None:
     """Best-effort network block at the Python level (fallback only; bypassable through `_socket`)."""
     import socket
 
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise PermissionError("network access is disabled in the sandbox")
-
     for name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
-        setattr(socket.socket, name, refuse)
-    socket.create_connection = refuse  # type: ignore[assignment]
+        setattr(socket.socket, name, _refuse)
+    socket.create_connection = _refuse  # type: ignore[assignment]
 
 
 def _set_rlimits(settings: dict, nproc: int | None) -> None:
-    def lim(kind: int, value: int) -> None:
-        try:
-            _soft, hard = resource.getrlimit(kind)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    """soft == hard (a program cannot raise them), lowered to the evaluator's own hard limits."""
+    limits = {"CPU": settings["cpu_seconds"], "AS": settings["memory_bytes"] or None, "FSIZE": settings["file_size_bytes"], "NOFILE": settings["open_files"], "CORE": 0, "NPROC": nproc}
+    for name, value in limits.items():
+        kind, hard = getattr(resource, f"RLIMIT_{name}"), resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[1]
+        if value is not None:
+            value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
             resource.setrlimit(kind, (value, value))
-        except (ValueError, OSError):
-            pass
-
-    lim(resource.RLIMIT_CPU, int(settings["cpu_seconds"]))
-    if settings.get("memory_bytes"):
-        lim(resource.RLIMIT_AS, int(settings["memory_bytes"]))
-    lim(resource.RLIMIT_FSIZE, int(settings["file_size_bytes"]))
-    lim(resource.RLIMIT_NOFILE, int(settings["open_files"]))
-    lim(resource.RLIMIT_CORE, 0)
-    if nproc is not None:
-        lim(resource.RLIMIT_NPROC, nproc)
 
 
-def _count_own_processes() -> int:
-    uid, count = os.getuid(), 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += 1
-            except OSError:
-                pass
-    return count
+def _own(pid: str) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+    except OSError:
+        return False
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            break
+def _read_exactly(fd: int, size: int, data: bytes = b"") -> bytes:
+    while len(data) < size and (chunk := os.read(fd, size - len(data))):
         data += chunk
     return data
 
 
 def _report(fd: int, outcome: dict[str, str]) -> None:
     payload = pack_record(outcome)
-    data = len(payload).to_bytes(4, "big") + payload
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        os.write(fd, len(payload).to_bytes(4, "big") + payload)  # a pipe write of any size completes (blocking fd)
     except OSError:
         pass
 
 
 def _wait_and_exit(program: int) -> None:
     """The fallback's parent: wait for the program process and exit with its status, as bubblewrap does."""
-    while True:
-        pid, status = os.waitpid(program, 0)
-        if pid == program and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
-            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+    status = os.waitpid(program, 0)[1]
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Set up (rlimits, paths), wait for the program, run `exec(program, {})` under the official timer,
-    report one frame; never returns. Everything that does not depend on the program happens before it
-    arrives."""
+    """Set up (rlimits, paths) before the program arrives, run `exec(program, {})` under the official timer,
+    report one frame; never returns."""
     work_dir, settings_hex = (sys.argv[1:] if argv is None else argv)[:2]
     settings = marshal.loads(bytes.fromhex(settings_hex))  # written by the caller, before any program
     result_fd = int(settings["result_fd"])
@@ -194,15 +150,14 @@ def main(argv: list[str] | None = None) -> None:
     applied: list[str] = []
     try:
         os.chdir(work_dir)
-        sys.path.extend(settings.get("sys_path") or [])
-        max_tasks = int(settings["max_processes"])
-        if settings["isolated"]:
-            nproc: int | None = max_tasks + 2  # counted per (user namespace, uid): bubblewrap's init and this process too
-        else:
+        sys.path.extend(settings["sys_path"])
+        # tasks are counted per (user namespace, uid): bubblewrap's init and this process count; in the fallback per
+        # uid on the host (the evaluator's other processes too; root is not limited)
+        nproc: int | None = int(settings["max_processes"]) + 2
+        if not settings["isolated"]:
             _guard_sockets()
             applied.append("python-socket-guard")
-            # counted per uid on the host: only meaningful when not root
-            nproc = _count_own_processes() + max_tasks if os.getuid() != 0 else None
+            nproc = sum(_own(entry) for entry in os.listdir("/proc") if entry.isdigit()) + nproc - 2 if os.getuid() != 0 else None
         _set_rlimits(settings, nproc)
         applied.append(f"rlimits(tasks={nproc if nproc is not None else 'unlimited'})")
         go = os.dup(0)  # the program, then the token; the program's own stdin is /dev/null
@@ -258,33 +213,17 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # --- the verdict (read by the caller) ---------------------------------------------------------------------
-def _frames(data: bytes) -> tuple[list[bytes], int]:
-    """Split the result channel into length-prefixed frames; returns (frames, trailing garbage bytes)."""
-    frames, offset = [], 0
-    while offset + 4 <= len(data):
-        size = int.from_bytes(data[offset : offset + 4], "big")
-        if offset + 4 + size > len(data):
-            break
-        frames.append(data[offset + 4 : offset + 4 + size])
-        offset += 4 + size
-    return frames, len(data) - offset
-
-
 RESULT_CAP = 1 << 20
-_STATUSES = ("passed", "failed", "timeout")
 
 
-def judge_channel(data: bytes, token: str, program_status: int | None) -> dict:
-    """The verdict from the result channel (after the b"R"): exactly one well-formed frame, carrying this
-    run's token, from a program process that then exited 0 (`program_status`: a wait status). Anything else
-    fails, with the reason."""
+def judge_channel(data: bytes, token: str, program_status: int) -> dict:
+    """The verdict from the result channel (after the b"R"): exactly one well-formed frame, carrying this run's
+    token, from a program process that then exited 0 (`program_status`: its wait status). Anything else fails,
+    with the reason."""
     frames, garbage = _frames(data)
+    ended = f"killed by signal {signal.Signals(os.WTERMSIG(program_status)).name}" if os.WIFSIGNALED(program_status) else f"exited with code {os.WEXITSTATUS(program_status)}"
     if not frames and not garbage:
-        if program_status is None:
-            return {"status": "failed", "message": "the program process sent no result and its end was not observed"}
-        if os.WIFSIGNALED(program_status):
-            return {"status": "failed", "message": f"killed by signal {signal.Signals(os.WTERMSIG(program_status)).name}"}
-        return {"status": "failed", "message": f"program process exited with code {os.WEXITSTATUS(program_status)} before finishing"}
+        return {"status": "failed", "message": ended if os.WIFSIGNALED(program_status) else f"program process {ended} before finishing"}
     if len(frames) != 1 or garbage:
         return {"status": "failed", "message": f"result channel rejected: {len(frames)} frames and {garbage} stray bytes (exactly one frame expected; forged?)"}
     report = unpack_record(frames[0])
@@ -294,18 +233,14 @@ def judge_channel(data: bytes, token: str, program_status: int | None) -> dict:
         if report.get("setup") == "1" and report.get("status") == "error":
             return {"status": "error", "message": str(report.get("message"))[:2000]}
         return {"status": "failed", "message": "result channel rejected: a frame without this run's token (forged?)"}
-    if program_status is None or not os.WIFEXITED(program_status) or os.WEXITSTATUS(program_status) != 0:
-        how = "was not observed" if program_status is None else (
-            f"was killed by signal {os.WTERMSIG(program_status)}" if os.WIFSIGNALED(program_status) else f"exited with code {os.WEXITSTATUS(program_status)}"
-        )
-        return {"status": "failed", "message": f"result channel rejected: the program process {how} after its report"}
+    if program_status != 0:
+        return {"status": "failed", "message": f"result channel rejected: the program process {ended.replace('killed', 'was killed')} after its report"}
+    if report.get("status") not in ("passed", "failed", "timeout"):
+        return {"status": "failed", "message": "result channel rejected: unknown status"}
     outcome: dict = {k: report[k] for k in ("status", "message", "exception", "stdout", "stderr") if k in report}
     try:
         outcome["elapsed_s"] = float(report.get("elapsed_s", ""))
     except ValueError:
         pass
     outcome["confinement"] = [item for item in report.get("confinement", "").split("\n") if item]
-    if outcome.get("status") not in _STATUSES:
-        return {"status": "failed", "message": "result channel rejected: unknown status"}
-    outcome.setdefault("message", outcome["status"])
     return outcome
