@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,6 +120,37 @@ def test_evaluator_identity() -> None:
     result = run_program(f"import os\nassert os.getuid() == os.geteuid() == {PROGRAM_UID} != 0\n", LIMITS, tmp_root=SBX_ROOT)
     assert result.passed, result
     assert f"uid:{PROGRAM_UID}" in result.confinement
+
+
+# As root, bwrap itself runs as uid 65534 where that uid reaches the interpreter (elsewhere it runs as root and maps
+# the program, host uid 0 without capabilities, `host-uid:0`). This interpreter, or a system one, if any qualifies.
+REACHABLE_PYTHON = next(
+    (p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and sandbox._reachable_by_others(tuple(sandbox.filesystem_view(p)["binds"]))), None
+)
+if ROOT and REACHABLE_PYTHON and NAMESPACES_REFUSED is None:  # defined only where it can run (the unprivileged re-run allows no skips)
+
+    def test_as_root_every_sandbox_process_has_host_uid_65534_where_that_uid_reaches_the_interpreter() -> None:
+        owners: set[int] = set()
+        done = threading.Event()
+
+        def watch() -> None:  # the host's view of every process of the sandbox while the program runs
+            while not done.is_set():
+                for pid in leftover_processes():
+                    try:
+                        owners.add(os.stat(f"/proc/{pid}").st_uid)
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            result = run_program("import time\ntime.sleep(1)\n", LIMITS, python=REACHABLE_PYTHON, tmp_root=SBX_ROOT)
+        finally:
+            done.set()
+            watcher.join()
+        assert result.passed and "uid:65534" in result.confinement and "host-uid:0" not in result.confinement and not result.pids_cgroup, result
+        assert owners == {65534}, owners
 
 
 # --- secrets ---------------------------------------------------------------------------------------------
