@@ -4,7 +4,7 @@ execution, cold cache) next to the floor measured in the same run: the same prog
 
     HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 python bench/bench_humaneval_v_exec.py [--tasks 253] [--workers N] [--fallback]
 
-The sandbox runs with kernel namespaces where the machine allows them (`--fallback`: without, for
+The sandbox runs with bubblewrap's isolation where the machine allows it (`--fallback`: without, for
 comparison); the line "isolation:" says which applied.
 
 The sample mix (per task of 6) is deterministic: mostly correct, some wrong (assertion or gated by pylint),
@@ -88,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=253)
     parser.add_argument("--workers", type=int, default=default_workers())
-    parser.add_argument("--fallback", action="store_true", help="run the sandbox without kernel namespaces")
+    parser.add_argument("--fallback", action="store_true", help="run the sandbox without bubblewrap (the fallback)")
     args = parser.parse_args()
     limits = Limits(timeout=2.0, namespaces=not args.fallback)
     os.environ.setdefault("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")

