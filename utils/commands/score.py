@@ -218,21 +218,27 @@ def metric_values(samples: list[dict[str, Any]], metric: str, path: Path | str) 
 
 
 @contextlib.contextmanager
+def scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """`values` set in os.environ for the block, each variable restored (or removed) afterwards."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
 def judge_overrides(options: dict[str, Any]) -> Iterator[None]:
     """CLI judge settings as LMMS_TASKS_JUDGE_* for the run, and above a task YAML's `metadata.judge`."""
     given = {key: value for key, value in options.items() if value is not None}
-    saved = {suffix: os.environ.get(judge.ENV_PREFIX + suffix) for key, (_, suffix) in JUDGE_OPTIONS.items() if key in given}
-    for key, value in given.items():
-        os.environ[judge.ENV_PREFIX + JUDGE_OPTIONS[key][1]] = str(value)
-    try:
-        with judge.overrides(**{JUDGE_OPTIONS[key][0]: value for key, value in given.items()}):
-            yield
-    finally:
-        for suffix, value in saved.items():
-            if value is None:
-                os.environ.pop(judge.ENV_PREFIX + suffix, None)
-            else:
-                os.environ[judge.ENV_PREFIX + suffix] = value
+    variables = {judge.ENV_PREFIX + JUDGE_OPTIONS[key][1]: str(value) for key, value in given.items()}
+    with scoped_environ(variables), judge.overrides(**{JUDGE_OPTIONS[key][0]: value for key, value in given.items()}):
+        yield
 
 
 @contextlib.contextmanager

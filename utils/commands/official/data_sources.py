@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import OfficialFormatError, RunTask
@@ -42,8 +42,8 @@ def recorded(run_task: RunTask) -> Mapping[str, Any] | None:
 def source_of(record: Mapping[str, Any]) -> DataSource | None:
     """The data source a record was written by: the one with its environment variable (local copy) or its
     revision variable (Hub)."""
-    key, field = ("env_var", "env_var") if record["source"] == "local" else ("revision_var", "revision_var")
-    return next((s for s in sources() if getattr(s, field) == record.get(key)), None)
+    field = "env_var" if record["source"] == "local" else "revision_var"
+    return next((s for s in sources() if getattr(s, field) == record.get(field)), None)
 
 
 def describe(record: Mapping[str, Any]) -> str:
@@ -112,17 +112,8 @@ def _setting(source: DataSource, record: Mapping[str, Any], run_task: RunTask) -
     return {}
 
 
-@contextlib.contextmanager
-def run_data(run_tasks: list[RunTask]) -> Iterator[None]:
+def run_data(run_tasks: list[RunTask]) -> contextlib.AbstractContextManager[None]:
     """The runs' recorded data sources in force while exporting (checked first; see `settings`)."""
-    values = settings(run_tasks)
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    from lmms_tasks.utils.commands.score import scoped_environ
+
+    return scoped_environ(settings(run_tasks))
