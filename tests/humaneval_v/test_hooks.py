@@ -251,8 +251,11 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
 def test_bad_item_names_the_problem() -> None:
     with pytest.raises(ValueError, match="task/qid/programs"):
         hooks.score_batch([{"pass@1": {"task": "humaneval_v_v2c", "qid": "q1"}}])
-    with pytest.raises(ValueError, match="task/qid/passed/gated.*process_results_batch"):  # not scored by the batch step
-        hooks.agg_pass_at_1([{"task": "humaneval_v_v2c", "qid": "q1", "programs": ["pass"]}])
+    unscored = [{"task": "humaneval_v_v2c", "qid": "q1", "programs": ["pass"]}]  # not scored by the batch step
+    with pytest.raises(ValueError, match="pass@1: no item carries .*process_results_batch"):
+        hooks.agg_pass_at_1(unscored)
+    with pytest.raises(ValueError, match="parse_success_rate: no item carries .*process_results_batch"):
+        hooks.agg_parse_success_rate(unscored)
 
 
 def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -238,39 +238,39 @@ def _k_for(items: list[dict[str, Any]]) -> int:
     return k_of(str(first["task"])) if isinstance(first, dict) and "task" in first else 1
 
 
-# -- aggregations: plain functions of the items the batch step scored (`score_batch`) ----------------------
+# -- aggregations: they read what the batch step (`score_batch`) computed and wrote into the items ----------
 
 
 def agg_pass_at_1(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at(metrics.scored_from(items), 1)
+    return metrics.pass_at_from(items, 1)
 
 
 def agg_pass_at_3(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at(metrics.scored_from(items), 3)
+    return metrics.pass_at_from(items, 3)
 
 
 def agg_pass_at_10(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at(metrics.scored_from(items), 10)
+    return metrics.pass_at_from(items, 10)
 
 
 def agg_pass_at_1_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_unrounded(metrics.scored_from(items), 1)
+    return metrics.pass_at_from(items, 1, rounded=False)
 
 
 def agg_pass_at_3_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_unrounded(metrics.scored_from(items), 3)
+    return metrics.pass_at_from(items, 3, rounded=False)
 
 
 def agg_pass_at_10_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_unrounded(metrics.scored_from(items), 10)
+    return metrics.pass_at_from(items, 10, rounded=False)
 
 
 def agg_parse_success_rate(items: list[dict[str, Any]]) -> float:
-    return metrics.parse_success_rate(metrics.scored_from(items))
+    return metrics.parse_success_rate_from(items)
 
 
 def agg_parse_success_rate_unrounded(items: list[dict[str, Any]]) -> float:
-    return metrics.parse_success_rate_unrounded(metrics.scored_from(items))
+    return metrics.parse_success_rate_from(items, rounded=False)
 
 
 def _description_shares(items: list[dict[str, Any]]) -> list[float]:
@@ -294,11 +294,13 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     of each document gets its programs' verdicts (`passed`, `gated`; V2T with the strong coder: the coder's
     code for each description, `coder_passed`, `coder_gated`), from which the aggregations compute.
 
-    Each task's (qid's) score also goes into the `pass@k` and `pass@k_unrounded` items (V2T with the strong
-    coder: the `strong_coder_pass_at_k` ones, the coder's pass@k) of the document that stands for it (its
-    `sample_index` 0 document: V2T2C step 2 has one document per description): the unbiased pass@k x100
-    under `pass@k`, the task's `score_key` (what lmms-eval's `<metric>_stderr_clt` reads), and `base_qid`
-    ("q1-2" -> "q1", the cluster); the headline item also `score` (0-1), and the sample's `unit_score`
+    Each task's (qid's) unbiased pass@k is computed here, once (`metrics.score_items`), and goes into the
+    `pass@k` and `pass@k_unrounded` items (V2T with the strong coder: the `strong_coder_pass_at_k` ones, the
+    coder's pass@k) of the document that stands for it (its `sample_index` 0 document: V2T2C step 2 has one
+    document per description): as `task_pass@k` (0-1; None for a task with fewer than k samples), which the
+    aggregations average; x100 under `pass@k`, the task's `score_key` (what lmms-eval's
+    `<metric>_stderr_clt` reads), with `base_qid` ("q1-2" -> "q1", the cluster); the headline item also
+    `score` (0-1), and the sample's `unit_score`
     (0-1, what --baseline reads). V2T (`description_rate`): the
     share of the document's non-empty descriptions (per response: whether the j-th one is). No score when
     pass@k is omitted (a task with fewer than k samples).
@@ -318,7 +320,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
             coder = _strong_coder_scored(items, args)
             if coder is not None:
                 _annotate(results, lambda position: metrics.verdict_fields(coder, position, prefix=CODER))
-                _write_unit_scores(results, key, items, metrics.task_pass_at_k(coder, k_of(task)), coder_metrics(task))
+                _write_task_scores(results, key, items, coder, coder_metrics(task), prefix=CODER)
         for result, item, share in zip(results, items, _description_shares(items)):
             if repeat is None:
                 result[key] = unit_item(result[key], key, share, base_qid=metrics.base_qid(item["qid"]))
@@ -329,16 +331,16 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     if repeat is None:
         scored = metrics.score_items(items, _output_dir(args), k=k_of(task))
         _annotate(results, lambda position: metrics.verdict_fields(scored, position))
-        per_task = metrics.task_pass_at_k(scored, k_of(task))
+        _write_task_scores(results, key, items, scored, (key, f"{key}_unrounded"))
+        per_task = metrics.task_pass_at_k(scored)
     else:  # one response per task: its pass rate
-        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), records=False), 1)
+        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), k=1, records=False))
     if per_task is None:
         return results
     if repeat is not None:
         for qid, position in _stands_for(items).items():
             results[position][key] = fraction_item(items[position], key, per_task[qid] / 100.0, base_qid=metrics.base_qid(qid))
         return results
-    _write_unit_scores(results, key, items, per_task, (f"{key}_unrounded",))
     for qid, position in _stands_for(items).items():
         score = per_task[qid]
         results[position][key] = unit_item(results[position][key], key, score, base_qid=metrics.base_qid(qid))
@@ -354,16 +356,24 @@ def _stands_for(items: list[dict[str, Any]]) -> dict[str, int]:
     return stands_for
 
 
-def _write_unit_scores(results: list[dict[str, Any]], key: str, items: list[dict[str, Any]], per_task: dict[str, float] | None, names: Sequence[str]) -> None:
-    """Each task's pass@k x100 into the `names` metrics' items of the document that stands for it, under the
-    task's `score_key` (`key`): what lmms-eval's `<metric>_stderr_clt` reads (the unit's score on the
-    metric's scale), with `base_qid` (the cluster). Nothing when pass@k is omitted."""
-    if per_task is None:
-        return
+def _write_task_scores(results: list[dict[str, Any]], key: str, items: list[dict[str, Any]], scored: metrics.Scored, names: Sequence[str], prefix: str = "") -> None:
+    """Each task's pass@k, computed once (`scored.task_pass`), into the `names` metrics' items of the document
+    that stands for it: as `<prefix>task_pass@k` (0-1, None for a task with fewer than k samples; what the
+    aggregations average) and, unless pass@k is omitted, x100 under the task's `score_key` (`key`: what
+    lmms-eval's `<metric>_stderr_clt` reads, the unit's score on the metric's scale) with `base_qid` (the
+    cluster)."""
+    field = metrics.task_pass_field(int(scored.k or 1), prefix)
+    per_task = metrics.task_pass_at_k(scored)
     for qid, position in _stands_for(items).items():
         for name in names:
-            if isinstance(results[position].get(name), dict):
-                results[position][name] = metric_item(results[position][name], key, per_task[qid], base_qid=metrics.base_qid(qid))
+            value = results[position].get(name)
+            if not isinstance(value, dict):
+                continue
+            estimate = {field: scored.task_pass.get(qid)}
+            if per_task is None:
+                results[position][name] = {**value, **estimate}
+            else:
+                results[position][name] = metric_item(value, key, per_task[qid], base_qid=metrics.base_qid(qid), **estimate)
 
 
 def coder_metrics(task: str) -> tuple[str, str]:
@@ -385,23 +395,23 @@ CODER = "coder_"  # the prefix of the strong coder's verdict fields
 
 
 def agg_strong_coder(items: list[dict[str, Any]]) -> float | None:
-    """V2T2C w/ strong coder: pass@k (official rounding) of the coder's code for every description.
+    """V2T2C w/ strong coder: pass@k (official rounding) of the coder's code for every description, from the
+    per-task estimates the batch step wrote.
 
     Off unless HUMANEVAL_V_STRONG_CODER=1 (or `metadata.strong_coder: true`); then None (shown N/A)."""
-    scored = _coder_verdicts(items)
-    return None if scored is None else metrics.pass_at(scored, _k_for(items))
+    return _coder_pass_at(items, rounded=True)
 
 
 def agg_strong_coder_unrounded(items: list[dict[str, Any]]) -> float | None:
-    scored = _coder_verdicts(items)
-    return None if scored is None else metrics.pass_at_unrounded(scored, _k_for(items))
+    return _coder_pass_at(items, rounded=False)
 
 
-def _coder_verdicts(items: list[dict[str, Any]]) -> metrics.Scored | None:
-    """The coder's verdicts the batch step wrote, or None when the strong coder is off (nothing written)."""
-    if not items or not all(CODER + metrics.PASSED in i for i in items):
+def _coder_pass_at(items: list[dict[str, Any]], rounded: bool) -> float | None:
+    """The coder's pass@k, or None when the strong coder is off (the batch step wrote no coder estimate)."""
+    k = _k_for(items)
+    if not any(metrics.task_pass_field(k, CODER) in i for i in items):
         return None
-    return metrics.scored_from(items, prefix=CODER)
+    return metrics.pass_at_from(items, k, rounded=rounded, prefix=CODER)
 
 
 def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scored | None:

@@ -2,9 +2,11 @@
 
 Items are the JSON-friendly dicts `process_results` returned (also what re-scoring from a samples file
 reads back). A task's samples are grouped by qid and ordered by (doc sample_index, position). The batch
-step executes all programs once (`score_items`: one execution batch, one set of records, one status entry
-per fault) and writes each program's verdict into its item (`verdict_fields`); every metric and standard
-error is then a plain function of those scored items (`scored_from`), which executes nothing.
+step executes all programs once and computes each task's (qid's) unbiased pass@k once (`score_items`: one
+execution batch, one set of records, one status entry per fault, the breakdowns from the same estimates);
+it writes each program's verdict into its item (`verdict_fields`) and each task's estimate into the item of
+the document that stands for it (`task_pass_field`). The aggregations read what was written (`pass_at_from`,
+`parse_success_rate_from`): they execute, rebuild and re-validate nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from lmms_tasks import HELP
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
-from lmms_tasks.utils.humaneval_v.passk import pass_at_k, pass_at_k_mean, pass_at_k_score
+from lmms_tasks.utils.humaneval_v.passk import mean_of_estimates, pass_at_k
 from lmms_tasks.utils.services import status as run_status
 
 
@@ -35,9 +37,18 @@ class Scored:
     summary: dict[str, Any] = field(default_factory=dict)
     # per input item (its order): each program's (passed, gated) verdict, what the batch step writes into it
     item_verdicts: list[list[tuple[bool, bool]]] = field(default_factory=list)
+    k: int | None = None
+    # per task (qid) with at least k samples: its unbiased pass@k (0-1), computed once, in qid order
+    task_pass: dict[str, float] = field(default_factory=dict)
 
 
 PASSED, GATED = "passed", "gated"  # the item fields the batch step writes (one bool per program)
+
+
+def task_pass_field(k: int, prefix: str = "") -> str:
+    """The item field holding a task's unbiased pass@k (0-1; None when the task has fewer than k samples),
+    written by the batch step into the document that stands for the task: `task_pass@<k>`."""
+    return f"{prefix}task_pass@{k}"
 
 
 def _check(item: Any) -> Mapping[str, Any]:
@@ -60,9 +71,10 @@ def _ordered(items: Iterable[Any], check: Any = _check) -> tuple[str, list[tuple
 
 
 def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
-    """Execute one task's programs as one batch (the batch step calls this once per task). With `k`, the
-    execution summary (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and
-    per-capability pass@k breakdowns (`by_task_type`, `by_capability`). `records=False` (k-samples
+    """Execute one task's programs as one batch (the batch step calls this once per task). With `k`, each
+    task's (qid's) unbiased pass@k is computed here, once (`Scored.task_pass`), and the execution summary
+    (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and per-capability pass@k
+    breakdowns made from those estimates (`by_task_type`, `by_capability`). `records=False` (k-samples
     responses: the same programs, already run for the task's own batch) writes no records and reports no
     fault (the output directory is still hidden from the programs)."""
     task, ordered = _ordered(items)
@@ -99,10 +111,12 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
         capabilities={str(i["qid"]): list(i.get("capabilities") or []) for i in checked},
         summary=batch.summary,
         item_verdicts=item_verdicts,
+        k=k,
+        task_pass={} if k is None else task_estimates(passed_by_qid, k),
     )
-    breakdowns = {} if k is None else {"k": k, "by_task_type": by_task_type(scored, k), "by_capability": by_capability(scored, k)}
     if not records:
         return scored
+    breakdowns = {} if k is None else {"k": k, "by_task_type": by_task_type(scored), "by_capability": by_capability(scored)}
     write_records(output_dir, task, per_sample, {"task": task, **batch.summary, **breakdowns})
     failed = [r for r in per_sample if r["status"] == "error"]
     if failed:  # the sandbox could not run these (not a verdict on the program): the numbers are not final
@@ -117,86 +131,79 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
 
 def verdict_fields(scored: Scored, position: int, prefix: str = "") -> dict[str, list[bool]]:
     """What the batch step adds to the item at input `position`: each program's verdict (`<prefix>passed`,
-    `<prefix>gated`), from which `scored_from` rebuilds the task's scores without executing anything."""
+    `<prefix>gated`), from which the parse rate is counted without executing anything."""
     verdicts = scored.item_verdicts[position]
     return {prefix + PASSED: [p for p, _ in verdicts], prefix + GATED: [g for _, g in verdicts]}
 
 
-def scored_from(items: Iterable[Any], prefix: str = "") -> Scored:
-    """The task's scores from items the batch step scored (`verdict_fields`): a plain function of them."""
+def task_estimates(passed_by_qid: Mapping[str, Sequence[bool]], k: int) -> dict[str, float]:
+    """Per task (qid) with at least k samples: its unbiased pass@k (0-1), in the mapping's order. The one
+    place a task's pass@k is computed: the headline, its per-task unit scores and the breakdowns use it."""
+    counts = {q: (len(v), sum(bool(x) for x in v)) for q, v in passed_by_qid.items()}
+    return {q: pass_at_k(n, c, k) for q, (n, c) in counts.items() if n >= k}
 
-    def check(item: Any) -> Mapping[str, Any]:
-        if not isinstance(item, Mapping) or not {"task", "qid", prefix + PASSED, prefix + GATED} <= set(item):
-            raise ItemError(
-                f"HumanEval-V metric item is not a scored process_results dict with task/qid/{prefix}{PASSED}/{prefix}{GATED} "
-                f"(the task's process_results_batch writes the verdicts): {str(item)[:200]}"
-            )
-        return item
 
-    task, ordered = _ordered(items, check)
-    passed_by_qid: dict[str, list[bool]] = defaultdict(list)
-    gated = samples = 0
-    for _, item in ordered:
-        passed_by_qid[str(item["qid"])].extend(bool(p) for p in item[prefix + PASSED])
-        gated += sum(bool(g) for g in item[prefix + GATED])
-        samples += len(item[prefix + PASSED])
-    return Scored(
-        task=task,
-        passed_by_qid=dict(passed_by_qid),
-        gated=gated,
-        samples=samples,
-        task_type={str(i["qid"]): str(i.get("task_type", "")) for _, i in ordered},
-        capabilities={str(i["qid"]): list(i.get("capabilities") or []) for _, i in ordered},
+def _unscored(what: str, items: Sequence[Any]) -> ItemError:
+    return ItemError(
+        f"HumanEval-V {what}: no item carries what the batch step writes (the task's process_results_batch scores the task "
+        f"before aggregation): {str(items[0] if items else None)[:200]}"
     )
 
 
-def parse_success_rate_unrounded(scored: Scored) -> float:
-    """100 * (1 - gated samples / all samples): the share of samples that pass the pylint gate.
+def pass_at_from(items: Sequence[Any], k: int, rounded: bool = True, prefix: str = "") -> float | None:
+    """The task's pass@k from the per-task estimates the batch step wrote (`task_pass_field`): 100 * their
+    mean over tasks (qid order), rounded to one decimal as officially (`rounded`); None when the official
+    scorer omits it (a task with fewer than k samples). Raises when no item carries an estimate for this k."""
+    name = task_pass_field(k, prefix)
+    found = {str(i["qid"]): i[name] for i in items if isinstance(i, Mapping) and name in i}
+    if not found:
+        raise _unscored(f"pass@{k}", items)
+    estimates = [found[q] for q in sorted(found)]
+    if any(e is None for e in estimates):
+        return None
+    mean = mean_of_estimates(estimates)
+    return round(mean, 1) if rounded else mean
+
+
+def parse_success_rate_from(items: Sequence[Any], rounded: bool = True) -> float:
+    """100 * (1 - gated samples / all samples), from the gate verdicts the batch step wrote into the items
+    (`gated`): the share of samples that pass the pylint gate; `rounded`: the official number, to 1 decimal.
 
     The official denominator is `sample_num * #tasks` with `sample_num` read from the last task, which is
     the number of samples whenever every task has the same count (the official pipeline asserts that it
     does). With unequal counts the official value would depend on file order; all samples are used here."""
-    return 100 * (1 - scored.gated / scored.samples)
+    gated = [i[GATED] for i in items if isinstance(i, Mapping) and GATED in i]
+    if not gated or len(gated) != len(items):
+        raise _unscored("parse_success_rate", items)
+    samples = sum(len(g) for g in gated)
+    value = 100 * (1 - sum(sum(bool(x) for x in g) for g in gated) / samples)
+    return round(value, 1) if rounded else value
 
 
-def parse_success_rate(scored: Scored) -> float:
-    """The official number: round(100 * (1 - gated / (sample_num * tasks)), 1)."""
-    return round(parse_success_rate_unrounded(scored), 1)
-
-
-def breakdown(scored: Scored, k: int, groups: Mapping[str, Sequence[str]]) -> dict[str, float]:
-    """Mean per-task pass@k (x100, 1 decimal) within each group; tasks with < k samples are skipped."""
+def breakdown(scored: Scored, groups: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Mean per-task pass@k (x100, 1 decimal) within each group, from the task estimates computed once
+    (`Scored.task_pass`); tasks with < k samples are skipped."""
     out: dict[str, float] = {}
     for name, qids in sorted(groups.items()):
-        values = [
-            pass_at_k(len(scored.passed_by_qid[q]), sum(scored.passed_by_qid[q]), k) for q in qids if len(scored.passed_by_qid[q]) >= k
-        ]
+        values = [scored.task_pass[q] for q in qids if q in scored.task_pass]
         if values:
             out[name] = round(sum(values) / len(values) * 100, 1)
     return out
 
 
-def by_task_type(scored: Scored, k: int) -> dict[str, float]:
+def by_task_type(scored: Scored) -> dict[str, float]:
     groups: dict[str, list[str]] = defaultdict(list)
     for qid, kind in scored.task_type.items():
         groups[kind or "unknown"].append(qid)
-    return breakdown(scored, k, groups)
+    return breakdown(scored, groups)
 
 
-def by_capability(scored: Scored, k: int) -> dict[str, float]:
+def by_capability(scored: Scored) -> dict[str, float]:
     groups: dict[str, list[str]] = defaultdict(list)
     for qid, aspects in scored.capabilities.items():
         for aspect in aspects:
             groups[aspect].append(qid)
-    return breakdown(scored, k, groups)
-
-
-def pass_at(scored: Scored, k: int) -> float | None:
-    return pass_at_k_score(scored.passed_by_qid, k)
-
-
-def pass_at_unrounded(scored: Scored, k: int) -> float | None:
-    return pass_at_k_mean(scored.passed_by_qid, k)
+    return breakdown(scored, groups)
 
 
 def base_qid(qid: str) -> str:
@@ -204,10 +211,9 @@ def base_qid(qid: str) -> str:
     return str(qid).split("-", 1)[0]
 
 
-def task_pass_at_k(scored: Scored, k: int) -> dict[str, float] | None:
-    """Per task (qid): its unbiased pass@k x100, the unit the headline averages; None when the official
-    scorer omits pass@k (a task with fewer than k samples)."""
-    counts = {q: (len(v), sum(bool(x) for x in v)) for q, v in scored.passed_by_qid.items()}
-    if not counts or any(n < k for n, _ in counts.values()):
+def task_pass_at_k(scored: Scored) -> dict[str, float] | None:
+    """Per task (qid): its unbiased pass@k x100 (`Scored.task_pass`), the unit the headline averages; None
+    when the official scorer omits pass@k (a task with fewer than k samples) or nothing was scored."""
+    if not scored.passed_by_qid or len(scored.task_pass) != len(scored.passed_by_qid):
         return None
-    return {q: pass_at_k(n, c, k) * 100 for q, (n, c) in counts.items()}
+    return {q: v * 100 for q, v in scored.task_pass.items()}

@@ -31,7 +31,13 @@ def pass_at_k_mean(passed_by_task: Mapping[str, Sequence[bool | int]], k: int) -
     counts = [(len(v), sum(int(bool(x)) for x in v)) for v in passed_by_task.values()]
     if any(n < k for n, _ in counts):
         return None
-    return float(np.array([pass_at_k(n, c, k) for n, c in counts]).mean()) * 100
+    return mean_of_estimates([pass_at_k(n, c, k) for n, c in counts])
+
+
+def mean_of_estimates(estimates: Sequence[float]) -> float:
+    """100 * the mean of per-task pass@k estimates (0-1, in task order), unrounded: numpy's mean, as the
+    official scorer takes it (the batch step computes each estimate once; the aggregations average them)."""
+    return float(np.array(estimates).mean()) * 100
 
 
 def pass_at_k_score(passed_by_task: Mapping[str, Sequence[bool | int]], k: int) -> float | None:

@@ -1,0 +1,68 @@
+"""Each task is scored once: the batch step computes what the aggregations need (per-task pass@k, the parse
+counts) and writes it into the items; the aggregations read it (no Scored rebuilt, no item re-validated, no
+pass@k recomputed). Counted over one simulated lmms-eval aggregation: the batch step, then every metric's
+aggregation, as lmms-eval 0.7.3 calls them."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmms_tasks.utils.humaneval_v import hooks, metrics, passk
+from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
+    fixtures = fx.write(tmp_path / "hev")
+    monkeypatch.setenv("HUMANEVAL_V_DATA", fixtures.env["HUMANEVAL_V_DATA"])
+    monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
+    monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
+    monkeypatch.delenv("HUMANEVAL_V_DESCRIPTIONS", raising=False)
+    monkeypatch.delenv("HUMANEVAL_V_STRONG_CODER", raising=False)
+    return fixtures
+
+
+AGGREGATIONS = {
+    "pass@1": hooks.agg_pass_at_1,
+    "pass@1_unrounded": hooks.agg_pass_at_1_unrounded,
+    "pass@3": hooks.agg_pass_at_3,
+    "pass@3_unrounded": hooks.agg_pass_at_3_unrounded,
+    "parse_success_rate": hooks.agg_parse_success_rate,
+    "parse_success_rate_unrounded": hooks.agg_parse_success_rate_unrounded,
+}
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
+    real = getattr(owner, attribute)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts[name] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attribute, counted)
+
+
+@pytest.mark.parametrize("task", ["humaneval_v_v2c", "humaneval_v_v2c_pass3"])
+def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(task: str, data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
+    documents = list(hooks.dataset_for(task)()["test"])
+    k = hooks.k_of(task)
+    replies = {q: f"```python\n{r['ground_truth_solution']}```" for q, r in rows.items()}
+    items = [hooks.process_results(d, [replies[d["qid"]]] * (1 if k == 1 else 6)) for d in documents]
+    counts: collections.Counter = collections.Counter()
+    _counting(monkeypatch, counts, "Scored", metrics, "Scored")
+    _counting(monkeypatch, counts, "validation", metrics, "_ordered")
+    _counting(monkeypatch, counts, "pass_at_k", metrics, "pass_at_k")
+    _counting(monkeypatch, counts, "pass_at_k", passk, "pass_at_k")
+    args = type("Args", (), {"output_path": str(tmp_path / "out")})()
+    scored = hooks.score_batch(items, args=args)
+    values = {metric: AGGREGATIONS[metric]([d[metric] for d in scored]) for metric in hooks.metric_names(task)}
+    tasks = len({d["qid"] for d in documents})
+    print(task, dict(counts), values)
+    assert counts["Scored"] == 1 and counts["validation"] == 1
+    assert counts["pass_at_k"] == tasks  # once per HumanEval-V task (qid)
+    assert values[f"pass@{k}"] == 100.0 and values["parse_success_rate"] == 100.0
