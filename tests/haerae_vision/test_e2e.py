@@ -61,15 +61,15 @@ CHECKLISTS = {
 }
 
 
-# Fresh process: the two tasks' saved (batch-scored) samples -> their scores -> the group's gap and its error.
+# Fresh process: the two tasks' saved (batch-scored) samples -> their item_scores -> the group's gap and its error.
 GROUP_ALONE = """
 import json, sys
 from pathlib import Path
 from lmms_tasks.utils.haerae_vision import hooks
 tasks = ["haerae_vision_explicit", "haerae_vision_original"]
-items = {t: [json.loads(line)["haerae_vision_score"] for line in next(Path(sys.argv[1]).rglob(f"*_samples_{t}.jsonl")).read_text().splitlines()] for t in tasks}
-values = [hooks.agg_haerae_vision_score(items[t]) for t in tasks]
-stderrs = ["N/A", "N/A"]  # the gap's paired error reads the item scores the values carry, not these
+items = {t: [json.loads(line)["item_scores"] for line in next(Path(sys.argv[1]).rglob(f"*_samples_{t}.jsonl")).read_text().splitlines()] for t in tasks}
+values = [hooks.agg_item_scores(items[t]) for t in tasks]
+stderrs = ["N/A", "N/A"]  # the gap's paired error reads the item scores the values are, not these
 print(json.dumps([hooks.group_underspec_gap(values, [5, 5], False, subtasks=tasks), hooks.group_underspec_gap.stderr(stderrs, [5, 5], False, subtasks=tasks, values=values)]))
 """
 
@@ -138,7 +138,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision_original", "haerae_vision_score") == pytest.approx(original_mean)
     for task in ("haerae_vision_original", "haerae_vision_explicit"):  # group-only metrics stay on the group row
         assert not {"score_original,none", "score_explicit,none", "underspec_gap,none"} & set(run.results["results"][task])
-        assert not {"category_scores,none", "judge_info,none"} & set(run.results["results"][task])  # not in the table
+        assert "judge_info,none" not in run.results["results"][task]
     assert run.metric("haerae_vision_explicit", "haerae_vision_score") == pytest.approx(0.875)
     assert run.metric("haerae_vision_original", "judge_failures") == 0
     assert run.metric("haerae_vision_original", "judge_unparsed") == 2  # 103 two tags, 104 prose in the tag
@@ -149,16 +149,24 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision_original", "haerae_vision_score_stderr_clt") == pytest.approx(_se(original_scores))
     assert run.metric("haerae_vision_explicit", "haerae_vision_score_stderr_clt") == pytest.approx(_se(explicit_scores))
     assert run.metric("haerae_vision_original", "haerae_vision_score_stderr") == "N/A"
-    # per-category means and the judge's provenance: in the judgement summaries beside the results
-    summaries = {t: json.loads(next((tmp_path / "out").rglob(f"judgements/{t}.summary.json")).read_text(encoding="utf-8")) for t in ("haerae_vision_original", "haerae_vision_explicit")}
-    assert summaries["haerae_vision_original"]["category_scores"] == pytest.approx(
-        {"IT/컴퓨터": 0.0, "게임": (1 / 3 + 0.625) / 2, "자연물(동식물/곤충)": 0.0}
-    )
-    assert summaries["haerae_vision_explicit"]["category_scores"] == pytest.approx(
-        {"IT/컴퓨터": 0.5, "게임": (1.0 + 1.25) / 2, "자연물(동식물/곤충)": 0.75}  # IT: 104 only, 105 failed
-    )
+    # per-category means and the judged items' values: in results.json (dict-valued entries the batch step
+    # computed; not in the printed table); the judge's provenance: in the judgement summaries beside it
+    categories = {
+        "haerae_vision_original": {"IT/컴퓨터": 0.0, "게임": (1 / 3 + 0.625) / 2, "자연물(동식물/곤충)": 0.0},
+        "haerae_vision_explicit": {"IT/컴퓨터": 0.5, "게임": (1.0 + 1.25) / 2, "자연물(동식물/곤충)": 0.75},  # IT: 104 only, 105 failed
+    }
+    for task, expected in categories.items():
+        assert run.metric(task, "category_scores") == pytest.approx(expected)
+        assert list(run.metric(task, "category_scores")) == sorted(expected)
+        assert run.metric(task, "category_scores_stderr_clt") == "N/A"
+    assert run.metric("haerae_vision_original", "item_scores") == pytest.approx({str(q): 0.0 if s is None else s for q, (*_, s) in ORIGINAL.items()})
+    assert run.metric("haerae_vision_explicit", "item_scores") == pytest.approx({str(q): EXPLICIT[q][3] for q in (101, 102, 103, 104)})  # 105 failed
+    printed = "\n".join(line for line in run.stdout.splitlines() if line.startswith("|"))
+    assert "|category_scores" not in printed.replace(" ", "") and "|item_scores" not in printed.replace(" ", "") and "게임" not in printed
+    summaries = {t: json.loads(next((tmp_path / "out").rglob(f"judgements/{t}.summary.json")).read_text(encoding="utf-8")) for t in categories}
+    assert not any("category_scores" in summary for summary in summaries.values())  # one home: the results
     assert "judge=stand-in-judge@127.0.0.1" in summaries["haerae_vision_explicit"]["judge_info"]
-    for metric in ("haerae_vision_score", "judge_failures", "judge_unparsed", "haerae_vision_score_stderr_clt"):
+    for metric in ("haerae_vision_score", "judge_failures", "judge_unparsed", "haerae_vision_score_stderr_clt", "category_scores", "item_scores"):
         assert report["results"][f"{metric},none"] == pytest.approx(run.metric("haerae_vision_original", metric))
 
     # -- group: both scores, the gap over the items both variants had judged, the failures ----------------
@@ -173,7 +181,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
     assert run.metric("haerae_vision", "judge_failures") == 1
     assert run.metric("haerae_vision", "judge_unparsed") == 2
     # the group aggregation alone, in a fresh process (no task aggregated or judged there): the same gap and
-    # paired error, from the values it is handed, which carry the saved samples' item scores
+    # paired error, from the values it is handed: the tasks' item_scores, from the saved samples
     alone = subprocess.run(
         [sys.executable, "-c", GROUP_ALONE, str(tmp_path / "out")],
         capture_output=True,

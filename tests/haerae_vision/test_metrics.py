@@ -96,7 +96,10 @@ def _script(server: StandInServer, replies: dict[str, str]) -> None:
 def test_process_results_item_is_json_friendly_and_cleaned() -> None:
     result = metrics.process_results(_doc(9, "수학", "질문"), ["<think>생각</think> 답 "])
     item = result["haerae_vision_score"]
-    assert all(value is item for value in result.values())
+    assert all(result[name] is item for name in metrics.METRICS if name not in metrics.BREAKDOWNS)
+    # the breakdown metrics' items (category_scores, item_scores) carry the ids only: the samples file keeps
+    # one copy of the judge inputs per document, not five
+    assert all(result[name] == {f: item[f] for f in ("task", "variant", "question_idx", "category")} for name in metrics.BREAKDOWNS)
     assert item == {
         "task": "haerae_vision_original",
         "variant": "original",
@@ -130,9 +133,12 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     se = math.sqrt(sum((v - mean) ** 2 for v in (0.5, 1.0, 0.0, 0.0)) / 3) / 2
     assert _clt(judged["haerae_vision_score"]) == pytest.approx(se)
     assert not hasattr(hooks.agg_haerae_vision_score, "stderr")  # one route: lmms-eval's CLT
-    # per-category means and the judge's provenance are in the judgement summary
+    # per-category means and the judged items' values are results (dict-valued metrics) computed by the batch
+    # step; the judge's provenance is in the judgement summary, which holds no category table
+    assert hooks.agg_category_scores(judged["category_scores"]) == pytest.approx({"게임": 0.75, "과학": 0.0})
+    assert hooks.agg_item_scores(judged["item_scores"]) == pytest.approx({"1": 0.5, "2": 1.0, "3": 0.0, "4": 0.0})
     summary = json.loads((tmp_path / "out" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
-    assert summary["category_scores"] == pytest.approx({"게임": 0.75, "과학": 0.0})
+    assert "category_scores" not in summary
     info = summary["judge_info"]
     assert f"judge={JUDGE}@127.0.0.1" in info and "prompt_sha256=2151c923be1b" in info and "unparsed=1" in info
     # the batch step: every judged item carries its score (the CLT stderr over them is the one above)
@@ -201,29 +207,32 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
             "사진 속 현상의 이름은?": "<score>1/2</score>",
         },
     )
-    # lmms-eval hands the group the tasks' scores, which carry their judged items' scores
-    original_items = _judged(_items("original", ORIGINAL))["haerae_vision_score"]
-    explicit_items = _judged(_items("explicit", list(reversed(EXPLICIT))))["haerae_vision_score"]
+    # lmms-eval hands the group the tasks' values: their scores, and their item_scores for the gap
+    original = _judged(_items("original", ORIGINAL))
+    explicit = _judged(_items("explicit", list(reversed(EXPLICIT))))
+    original_items, explicit_items = original["haerae_vision_score"], explicit["haerae_vision_score"]
     score_original = hooks.agg_haerae_vision_score(original_items)
     score_explicit = hooks.agg_haerae_vision_score(explicit_items)
     expected_gap = ((1.0 - 0.5) + (1.25 - 1.0) + (0.5 - 0.0) + (0.5 - 0.0)) / 4
     tasks = ["haerae_vision_explicit", "haerae_vision_original"]
     values = [score_explicit, score_original]
-    assert hooks.group_underspec_gap(values, [4, 4], False, subtasks=tasks) == pytest.approx(expected_gap)
-    assert hooks.group_underspec_gap(values[::-1], [4, 4], False, subtasks=tasks[::-1]) == pytest.approx(expected_gap)
+    item_values = [hooks.agg_item_scores(explicit["item_scores"]), hooks.agg_item_scores(original["item_scores"])]
+    assert hooks.group_underspec_gap(item_values, [4, 4], False, subtasks=tasks) == pytest.approx(expected_gap)
+    assert hooks.group_underspec_gap(item_values[::-1], [4, 4], False, subtasks=tasks[::-1]) == pytest.approx(expected_gap)
+    assert json.loads(json.dumps(item_values)) == item_values  # as results.json holds them
     assert hooks.group_original_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(0.375)
     assert hooks.group_explicit_score(values, [4, 4], False, subtasks=tasks) == pytest.approx(score_explicit)
     # the gap's paired standard error: SD of the per-item differences (0.5, 0.25, 0.5, 0.5) / sqrt(4)
     diffs = [0.5, 0.25, 0.5, 0.5]
     mean = sum(diffs) / 4
     paired = math.sqrt(sum((d - mean) ** 2 for d in diffs) / 3) / 2
-    # the group's `.stderr` gets the tasks' `_stderr_clt` and, declaring `values`, their scores (the items)
+    # the group's `.stderr` gets the tasks' `_stderr_clt` and, declaring `values`, their item_scores
     stderrs = [_clt(explicit_items), _clt(original_items)]
-    assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks, values=values) == pytest.approx(paired)
+    assert hooks.group_underspec_gap.stderr(["N/A", "N/A"], [4, 4], False, subtasks=tasks, values=item_values) == pytest.approx(paired)
     assert hooks.group_underspec_gap.stderr(stderrs, [4, 4], False, subtasks=tasks, values=[0.5, 0.7]) == "N/A"  # no items: none made up
     assert hooks.group_original_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[1]  # the original task's own
     assert hooks.group_explicit_score.stderr(stderrs, [4, 4], False, subtasks=tasks) == stderrs[0]
-    # plain numbers (no item scores, e.g. another aggregation's leftovers): no gap, never a made-up one
+    # plain numbers (no item scores): no gap, never a made-up one
     assert hooks.group_underspec_gap([0.5, 0.7], [4, 4], False, subtasks=tasks) is None
 
 
@@ -243,7 +252,7 @@ def test_gap_uses_only_shared_items_and_needs_both_variants() -> None:
     with pytest.raises(ValueError, match="share no question_idx"):
         metrics.paired_gap({"original": _scored("original", {"1": 0.0}), "explicit": _scored("explicit", {"2": 0.0})})
     # the group callable runs after the whole run: it reports None instead of discarding the results
-    only_original = [metrics.ItemScores(0.5, original), 0.7]
+    only_original = [original, 0.7]
     assert hooks.group_underspec_gap(only_original, [3, 3], False, subtasks=["haerae_vision_original", "haerae_vision_explicit"]) is None
 
 
@@ -290,14 +299,37 @@ def _verdict_item(qid: str, category: str, verdict: object) -> dict[str, Any]:
     return {**item, PARSED: None if verdict == "failed" else verdict, FAILED: verdict == "failed"}
 
 
+def _batch_scored(items: list[dict[str, Any]]) -> tuple[metrics.ScoredTask, list[dict[str, Any]]]:
+    """What the batch step computes from judged items (`ScoredTask`) and the items as it writes them
+    (`metrics.batch_fields`), after the samples-file JSON round trip."""
+    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+
+    scored = metrics.ScoredTask(
+        task=items[0]["task"],
+        variant=items[0]["variant"],
+        scores={i["question_idx"]: None if i[FAILED] or i[PARSED] is None else float(i[PARSED]) for i in items},
+        categories={i["question_idx"]: i["category"] for i in items},
+        judge_info="",
+        failed=frozenset(i["question_idx"] for i in items if i[FAILED]),
+    )
+    verdicts = {i["question_idx"]: {PARSED: i[PARSED], FAILED: i[FAILED]} for i in items}
+    fields = metrics.batch_fields(scored, verdicts)
+    return scored, json.loads(json.dumps([{**i, **fields[i["question_idx"]]} for i in items], ensure_ascii=False))
+
+
 def test_category_means_leave_out_failed_items_and_all_failed_categories() -> None:
     items = [_verdict_item(q, c, v) for q, (c, v) in CATEGORY_ITEMS.items()]
     for order in (items, items[::-1]):
-        scored = metrics.ScoredTask.from_items(json.loads(json.dumps(order, ensure_ascii=False)))
+        scored, written = _batch_scored(order)
         assert scored.category_means() == pytest.approx(CATEGORY_MEANS)
         assert "과학" not in scored.category_means()
         assert scored.failures == 3 and scored.unparsed == 1
         assert scored.mean() == pytest.approx((0.5 + 0.0 + 1.0 + 0.0 + 1.0) / 5)
+        # the aggregations read what the batch step wrote: the same numbers
+        assert hooks.agg_category_scores(written) == pytest.approx(CATEGORY_MEANS) and list(hooks.agg_category_scores(written)) == sorted(CATEGORY_MEANS)
+        assert hooks.agg_judge_failures(written) == 3 and hooks.agg_judge_unparsed(written) == 1
+        assert hooks.agg_haerae_vision_score(written) == scored.mean()
+        assert hooks.agg_item_scores(written) == scored.item_scores()
 
 
 @pytest.mark.parametrize(("doc_category", "expected"), [(None, ""), ("", ""), ("게임", "게임"), ("None", "None")])
@@ -308,8 +340,8 @@ def test_a_missing_category_is_empty_not_the_text_none(doc_category: str | None,
     for given in ([doc] if doc_category is not None else [doc, without]):
         item = metrics.process_results(given, ["답"])["haerae_vision_score"]
         assert item["category"] == expected
-        scored = metrics.ScoredTask.from_items([_verdict_item_from(item, 1.0)])
-        assert scored.category_means() == {expected: 1.0}
+        scored, written = _batch_scored([_verdict_item_from(item, 1.0)])
+        assert scored.category_means() == {expected: 1.0} == hooks.agg_category_scores(written)
 
 
 def _verdict_item_from(item: dict[str, Any], verdict: float) -> dict[str, Any]:

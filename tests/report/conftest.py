@@ -166,7 +166,8 @@ def gc_samples(pair_scores: list[int], q_prefix: str = "q") -> list[dict[str, An
 
 
 def _new_format_run(root: Path, model: str, gc: list[int], hev: list[int], haerae: list[float], stderr_value: Any = None) -> Path:
-    """A run with standard errors, unit scores in the samples and the breakdowns in the summaries."""
+    """A run with standard errors, unit scores in the samples, HAERAE-Vision's category means in the results and
+    HumanEval-V's breakdowns in the execution summaries."""
     se = (lambda v: v) if stderr_value is None else (lambda v: stderr_value)
     gc_score = 100.0 * sum(gc) / len(gc)
     results = {
@@ -183,8 +184,15 @@ def _new_format_run(root: Path, model: str, gc: list[int], hev: list[int], haera
             "haerae_vision_score_stderr_clt,none": se(0.1),
             "judge_failures,none": 0,
             "judge_unparsed,none": 1,
+            "category_scores,none": {c: o for c, (o, _) in CATEGORIES.items()},
+            "category_scores_stderr_clt,none": "N/A",
         },
-        "haerae_vision_explicit": {"haerae_vision_score,none": 0.75, "haerae_vision_score_stderr_clt,none": se(0.05), "judge_failures,none": 1},
+        "haerae_vision_explicit": {
+            "haerae_vision_score,none": 0.75,
+            "haerae_vision_score_stderr_clt,none": se(0.05),
+            "judge_failures,none": 1,
+            "category_scores,none": {c: e for c, (_, e) in CATEGORIES.items()},
+        },
     }
     groups = {
         "vlm2_bench": {
@@ -220,8 +228,8 @@ def _new_format_run(root: Path, model: str, gc: list[int], hev: list[int], haera
     configs = {"vlm2_bench_gc_mat": {"score_key": "vlm2_score"}, "humaneval_v_v2c": {"score_key": "pass@1"}}  # HAERAE: default key
     judge = {"judge_model": "j", "requests": 5, "failed": 0, "unparsed": 1, "cache_hits": 0, "input_tokens": 50, "output_tokens": 5}
     judgements = {
-        "haerae_vision_original": dict(judge, category_scores={c: o for c, (o, _) in CATEGORIES.items()}, judge_info="judge=j n=5"),
-        "haerae_vision_explicit": dict(judge, category_scores={c: e for c, (_, e) in CATEGORIES.items()}),
+        "haerae_vision_original": dict(judge, judge_info="judge=j n=5"),
+        "haerae_vision_explicit": dict(judge),
     }
     executions = {"humaneval_v_v2c": {"programs": 4, "passed": 2, "by_task_type": {"Aggregation": 100.0, "Iteration": 0.0}}}
     return write_run(root, model, results, groups, samples, configs, judgements, executions)

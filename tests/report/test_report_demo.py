@@ -391,8 +391,9 @@ def check_haerae_overall(t: Checker, demo: Demo, refs: Any) -> None:
 def check_haerae_category(t: Checker, demo: Demo, refs: Any) -> None:
     for c, head in enumerate(t.header[1:], start=1):
         label, variant = head.rsplit(" ", 1)
-        scores = demo.runs[label].breakdown("judgements", f"haerae_vision_{variant}", "category_scores")
-        assert {row[0] for row in t.rows} >= set(scores)
+        scores = demo.runs[label].metric(f"haerae_vision_{variant}", "category_scores")  # results.json, not a summary
+        assert isinstance(scores, dict) and scores and {row[0] for row in t.rows} >= set(scores)
+        assert "category_scores" not in demo.runs[label].summary("judgements", f"haerae_vision_{variant}")
         for r, row in enumerate(t.rows):
             t.number(r, c, scores.get(row[0]), 4)
 

@@ -120,10 +120,10 @@ def test_error_bars_are_drawn_only_where_there_is_a_standard_error(
         assert "LineCollection" not in files["svg"].read_text(encoding="utf-8"), name
 
 
-# -- breakdowns from the summaries ----------------------------------------------------------------------
+# -- breakdowns: HAERAE-Vision categories from the results, HumanEval-V from the execution summaries --------
 
 
-def test_breakdowns_are_read_from_the_summaries(stats_report: tuple[Any, str]) -> None:
+def test_breakdowns_are_read_from_the_results_and_the_summaries(stats_report: tuple[Any, str]) -> None:
     _, md = stats_report
     categories = rows_by_first(md, "haerae-category")
     assert categories["게임"]["model-a original"] == "0.2500" and categories["음식 문화"]["model-b explicit"] == "1.0000"
@@ -323,16 +323,36 @@ def test_the_paired_table_pairs_the_documents_both_runs_scored_out_of_order(new_
 
 
 def test_a_category_without_judged_items_is_na_not_zero(new_format_run: Any, tmp_path: Path) -> None:
-    """A category none of whose items was judged (all failed) has no mean in the summary: the category table
+    """A category none of whose items was judged (all failed) has no mean in the results: the category table
     shows N/A for it, never 0.0000, which would read as 'every answer wrong' (issue 43)."""
     import json
 
     a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
     b = new_format_run(tmp_path / "b", "model-b", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
-    summary = b / "judgements" / "haerae_vision_explicit.summary.json"
-    data = json.loads(summary.read_text(encoding="utf-8"))
-    data["category_scores"] = {"게임": 0.0}  # 음식 문화: every request failed; 게임: judged, and scored 0
-    summary.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    (results,) = (b / "model-b").glob("*_results.json")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    data["results"]["haerae_vision_explicit"]["category_scores,none"] = {"게임": 0.0}  # 음식 문화: every request failed; 게임: judged, scored 0
+    results.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     rows = rows_by_first(tables_markdown([a, b]), "haerae-category")
     assert rows["음식 문화"]["model-b explicit"] == "N/A" and rows["음식 문화"]["model-a explicit"] == "1.0000"
     assert rows["게임"]["model-b explicit"] == "0.0000" and rows["게임"]["model-b original"] == "0.2500"
+
+
+def test_the_category_table_is_read_from_the_results_not_the_judgement_summary(new_format_run: Any, tmp_path: Path) -> None:
+    """HAERAE-Vision's `category_scores` has one home, results.json (issue 40): a judgement summary that
+    holds a category table (an older run's, or a stray one) is not read for it, and a run whose results have
+    none shows N/A even when its summary has one."""
+    import json
+
+    a = new_format_run(tmp_path / "a", "model-a", gc=[1, 0], hev=[1, 0], haerae=[0.5, 0.25])
+    summary = a / "judgements" / "haerae_vision_original.summary.json"
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    summary.write_text(json.dumps({**data, "category_scores": {"게임": 0.9, "수학": 0.1}}, ensure_ascii=False), encoding="utf-8")
+    (results,) = (a / "model-a").glob("*_results.json")
+    payload = json.loads(results.read_text(encoding="utf-8"))
+    del payload["results"]["haerae_vision_explicit"]["category_scores,none"]
+    results.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+    rows = rows_by_first(tables_markdown([a]), "haerae-category")
+    assert set(rows) == set(CATEGORIES)  # no 수학: nothing from the summary
+    assert [rows[c]["model-a original"] for c in sorted(CATEGORIES)] == [f"{o:.4f}" for o, _ in (CATEGORIES[c] for c in sorted(CATEGORIES))]
+    assert {rows[c]["model-a explicit"] for c in CATEGORIES} == {"N/A"}

@@ -14,7 +14,9 @@ The printed table: lmms-eval compares one metric per task (the per-sample scores
 0.7.3's `make_table` puts the comparison on every metric row of the task (Diff = the row's value minus the
 compared metric's baseline mean, and that metric's CI and p-value). The shim also wraps `make_table` so the
 Baseline, Diff, CI and P_Value columns are filled only on the row of the metric that was compared; every
-other row shows N/A there (the README, "--baseline").
+other row shows N/A there (the README, "--baseline"). The same wrapper leaves dict-valued results (a task's
+breakdowns, e.g. HAERAE-Vision's `category_scores` and `item_scores`) out of the printed table, which 0.7.3
+would print as one long dict cell: results.json keeps them (neither is in a patch yet).
 """
 
 from __future__ import annotations
@@ -93,9 +95,24 @@ def _metric_of(key: str) -> str:
     return metric
 
 
+def numbers_only(result_dict: Mapping[str, Any], column: str = "results") -> dict[str, Any]:
+    """`result_dict` for `make_table`, without the dict-valued metric entries (breakdowns such as
+    `category_scores`: results.json keeps them; a table cell is a number). Nothing else changes."""
+    rows = result_dict.get(column)
+    if not isinstance(rows, Mapping) or not any(isinstance(d, Mapping) and any(isinstance(v, Mapping) for v in d.values()) for d in rows.values()):
+        return dict(result_dict)
+    kept = {
+        task: {k: v for k, v in d.items() if not isinstance(v, Mapping)} if isinstance(d, Mapping) and any(isinstance(v, Mapping) for v in d.values()) else d
+        for task, d in rows.items()
+    }
+    return {**result_dict, column: kept}
+
+
 def _table_with_compared_rows_only(original: Callable[..., Any]) -> Callable[..., Any]:
     def make_table(result_dict: Any, column: str = "results", sort_results: bool = False) -> Any:
-        return original(compared_rows_only(result_dict, column) if isinstance(result_dict, Mapping) else result_dict, column, sort_results)
+        if isinstance(result_dict, Mapping):
+            result_dict = compared_rows_only(numbers_only(result_dict, column), column)
+        return original(result_dict, column, sort_results)
 
     make_table.__wrapped__ = original  # type: ignore[attr-defined]
     return make_table

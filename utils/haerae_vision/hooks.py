@@ -3,12 +3,12 @@ the ones its YAMLs name; the metric template in yaml_templates/ names the aggreg
 
 Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings and the data before any model
 request; `process_results` only cleans the response (`metrics.process_results`); the batch step
-(`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes the
-verdicts into the items; the aggregations (`agg_<metric>`) are plain functions of them. Group
-`haerae_vision` reports group-only metrics from the subtasks' `haerae_vision_score` (`group_metric`
-entries, each aggregation receiving the subtask name of every value): the score of each question variant
-and the under-specification gap, explicit minus original paired by `question_idx` over the item scores
-the two scores carry.
+(`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes into
+the items what the aggregations need (verdict, official value, category mean: `metrics.batch_fields`); the
+aggregations (`agg_<metric>`) read those fields. Group `haerae_vision` reports group-only metrics from the
+subtasks' results (`group_metric` entries, each aggregation receiving the subtask name of every value): the
+score of each question variant (from `haerae_vision_score`) and the under-specification gap, explicit minus
+original paired by `question_idx` (from `item_scores`, the judged items' values each task reports).
 """
 
 from __future__ import annotations
@@ -71,38 +71,50 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 process_results = metrics.process_results
 
 
-# -- task aggregations: plain functions of the items the batch step judged (`score_batch`) -------------------
+# -- task aggregations: they read what the batch step (`score_batch`) wrote into the items -----------------
 
 
 def agg_haerae_vision_score(items: list[Item]) -> float | None:
     """Mean item score over the items the judge answered (a reply without a usable score counts 0,
     officially; a failed request is left out and counted in judge_failures), on the 0-1 scale; None (shown
-    N/A) when no request got a reply. The value keeps the judged items' scores (`metrics.ItemScores`) for
-    the group's paired gap."""
-    scored = metrics.ScoredTask.from_items(items)
-    return metrics.ItemScores(scored.mean(), scored.item_scores()) if scored.judged else None
+    N/A) when no request got a reply."""
+    scores = metrics.item_scores_of(items)
+    return sum(scores.values()) / len(scores) if scores else None
 
 
 def agg_judge_failures(items: list[Item]) -> int:
     """Judge requests that still failed after their retries: those items are not in the score."""
-    return metrics.ScoredTask.from_items(items).failures
+    return sum(verdict.failed for verdict, _ in metrics.judged_items(items).values())
 
 
 def agg_judge_unparsed(items: list[Item]) -> int:
     """Judge replies without a usable score (no or several <score> tags): counted 0 in the score."""
-    return metrics.ScoredTask.from_items(items).unparsed
+    return sum(verdict.unparsed for verdict, _ in metrics.judged_items(items).values())
+
+
+def agg_category_scores(items: list[Item]) -> dict[str, float]:
+    """`{category: mean item score}` over the judged items (same rules as the score; a category with no
+    judged item is left out): in results.json, not in the printed table (whose cells are numbers)."""
+    return metrics.category_scores_of(items)
+
+
+def agg_item_scores(items: list[Item]) -> dict[str, float]:
+    """`{question_idx: official value}` of every judged item: what the group's paired gap reads (lmms-eval
+    hands a group its subtasks' values); in results.json, not in the printed table."""
+    return metrics.item_scores_of(items)
 
 
 SCORE = "haerae_vision_score"
 
 
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
-    """The tasks' `process_results_batch`, the one place where the task is judged (one batch per task): every
-    metric's item of each document gets the item's verdict (`services.verdicts`), from which the aggregations
-    compute; every judged item's score (0-1; a reply without a usable score is 0) also goes into its
-    `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT stderr reads) and `score`
-    (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an item whose judge request
-    failed gets none. When most replies have no usable score, the run warns and exits 3
+    """The tasks' `process_results_batch`, the one place where the task is judged and its numbers computed (one
+    batch per task): every metric's item of each document gets the item's verdict (`services.verdicts`) and,
+    for a judged item, its official value (`item_score`) and its category's mean (`category_score`), which
+    the aggregations read (`metrics.batch_fields`); every judged item's score (0-1; a reply without a usable
+    score is 0) also goes into its `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT
+    stderr reads) and `score` (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an
+    item whose judge request failed gets none. When most replies have no usable score, the run warns and exits 3
     (`services.verdicts.check_unparsed`).
 
     For the k-samples responses (`repeat` = j) each item's j-th response is judged (into
@@ -115,6 +127,7 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     if repeat is not None and output_dir:
         output_dir = str(Path(output_dir) / "repeats" / str(repeat))
     scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None)
+    fields = metrics.batch_fields(scored, verdicts) if repeat is None else {}
     for result in results:
         qid = str(result[SCORE]["question_idx"]) if SCORE in result else None
         if qid is None:
@@ -122,7 +135,7 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
         if repeat is None:
             for metric in metrics.METRICS:
                 if isinstance(result.get(metric), dict):
-                    result[metric] = {**result[metric], **verdicts[qid]}
+                    result[metric] = {**result[metric], **fields[qid]}
         if qid in scored.failed:
             continue
         value = scored.counted(qid)
@@ -144,31 +157,27 @@ def _variant_value(values: Sequence[Any], subtasks: Sequence[str], variant: str)
 
 def group_original_score(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> Any:
     """`score_original`: the original-question task's score, reported next to the explicit one."""
-    return _plain(_variant_value(values, subtasks, "original"))
+    return _variant_value(values, subtasks, "original")
 
 
 def group_explicit_score(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> Any:
     """`score_explicit`: the explicit-question task's score."""
-    return _plain(_variant_value(values, subtasks, "explicit"))
-
-
-def _plain(value: Any) -> Any:
-    return float(value) if isinstance(value, metrics.ItemScores) else value
+    return _variant_value(values, subtasks, "explicit")
 
 
 def _item_scores(values: Sequence[Any], subtasks: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Each variant's judged item scores, from the values lmms-eval hands the group (`metrics.ItemScores`)."""
+    """Each variant's judged item scores: the tasks' `item_scores` values lmms-eval hands the group."""
     found = {}
     for variant in VARIANTS:
         value = _variant_value(values, subtasks, variant)
-        if isinstance(value, metrics.ItemScores):
-            found[variant] = value.unit_scores
+        if isinstance(value, Mapping):
+            found[variant] = {str(q): float(v) for q, v in value.items()}
     return found
 
 
 def group_underspec_gap(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
     """`underspec_gap`: explicit minus original, paired by question_idx over the items both tasks had judged
-    (0-1 scale), from the item scores the two tasks' scores carry. A gap that cannot be formed (a variant
+    (0-1 scale), from the two tasks' `item_scores`. A gap that cannot be formed (a variant
     missing, no shared item) is logged and reported as None rather than raised: raising here would discard
     the finished run."""
     try:
@@ -182,16 +191,16 @@ def _underspec_gap_stderr(
     stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = (), values: Sequence[Any] = ()
 ) -> float | str:
     """The gap's paired standard error: SD(per-item differences, ddof=1) / sqrt(n_pairs) (not the two
-    tasks' standard errors combined: the same items are asked both ways), from the item scores the tasks'
-    scores carry (`values`, handed to a group `.stderr` that declares them)."""
+    tasks' standard errors combined: the same items are asked both ways), from the tasks' `item_scores`
+    (`values`, handed to a group `.stderr` that declares them)."""
     try:
         return metrics.paired_gap_stderr(_item_scores(values, subtasks))
     except ValueError:
         return NA
 
 
-group_original_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _plain(_variant_value(stderrs, subtasks, "original"))  # type: ignore[attr-defined]
-group_explicit_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _plain(_variant_value(stderrs, subtasks, "explicit"))  # type: ignore[attr-defined]
+group_original_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "original")  # type: ignore[attr-defined]
+group_explicit_score.stderr = lambda stderrs, sizes=None, weight_by_size=False, subtasks=(): _variant_value(stderrs, subtasks, "explicit")  # type: ignore[attr-defined]
 group_underspec_gap.stderr = _underspec_gap_stderr  # type: ignore[attr-defined]
 
 

@@ -1,20 +1,21 @@
 """Per-document results and the aggregation step: judge every item once, then the official aggregation.
 
 `process_results` only cleans the response and returns a JSON-friendly item per metric (the same dict
-under every metric key), so inference and judging are separable (re-scoring from a samples file re-runs
-the batch step and the aggregations from a samples file). The batch step calls `scored_task` once per
-task: it sends the task's items to the shared judge client in one batch (cached on disk), and the verdict
-of each item is written into its items (`services.verdicts`); every aggregation is then a plain function
-of those items (`ScoredTask.from_items`).
+under every metric key; the two breakdown metrics get the ids only), so inference and judging are
+separable (re-scoring from a samples file re-runs the batch step and the aggregations). The batch step
+calls `scored_task` once per task: it sends the task's items to the shared judge client in one batch
+(cached on disk) and returns the task's scores (`ScoredTask`); the batch step writes into each item its
+verdict, its official value and its category's mean (`batch_fields`), and every aggregation reads those
+fields (`judged_items`): nothing is rebuilt or re-validated after the batch step.
 
 Official aggregation (earlier repo's `merge_scores.ipynb`, spec 3.5): a reply without a usable score (no
 or several `<score>` tags, zero denominator) counts as 0.0 in the mean; scores are not clipped; scale 0-1.
 A judge request that still fails after its retries has no reply at all: it is never averaged as a 0 (the
 official script would have a score for it had the call gone through). The mean is over the items the judge
 answered; the failed ones are counted in `judge_failures` and make the run's exit status 3 (incomplete).
-Per-category means use the same rules. The group reports the gap explicit - original, paired by
-`question_idx` over the items both variants had judged, from the item scores each task's score carries
-(`ItemScores`: lmms-eval hands the group the tasks' scores, and with them their items).
+Per-category means (`category_scores`, in the results) use the same rules. The group reports the gap
+explicit - original, paired by `question_idx` over the items both variants had judged, from each task's
+`item_scores` (the judged items' values, in the results: lmms-eval hands the group the tasks' values).
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ from lmms_tasks.utils.haerae_vision.prompting import clean_response
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, verdict_fields
 
-METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed")
+METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores")
+BREAKDOWNS = ("category_scores", "item_scores")  # dict-valued: in results.json, not in the printed table
 ITEM_FIELDS = ("task", "variant", "question_idx", "category", "question_used", "checklist_text", "response")
+ID_FIELDS = ("task", "variant", "question_idx", "category")  # what a breakdown metric's item holds
+ITEM_SCORE, CATEGORY_SCORE = "item_score", "category_score"  # batch-step fields of a judged item
 
 
 class ItemError(ValueError):
@@ -42,7 +46,8 @@ class ItemError(ValueError):
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """One item per metric key (the same dict): ids, category, and the cleaned judge inputs."""
+    """One item per metric key (the same dict): ids, category, and the cleaned judge inputs; the breakdown
+    metrics' items hold the ids only (the batch step adds the scores)."""
     raw = results[0] if results else ""
     item = {
         "task": str(doc["hv_task"]),
@@ -53,7 +58,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
         "checklist_text": str(doc["checklist_text"]),
         "response": clean_response(raw),
     }
-    return {key: item for key in METRICS}
+    ids = {f: item[f] for f in ID_FIELDS}
+    return {key: dict(ids) if key in BREAKDOWNS else item for key in METRICS}
 
 
 # -- judging ---------------------------------------------------------------------------------------------
@@ -104,23 +110,8 @@ class ScoredTask:
         """The judged items' official values (a reply without a usable score: 0.0), by question_idx."""
         return {q: self.counted(q) for q in self.judged}
 
-    @classmethod
-    def from_items(cls, items: Iterable[Mapping[str, Any]]) -> ScoredTask:
-        """The task's scores from the items its batch step judged (their verdict fields): judges nothing."""
-        checked = _validated(items, keep=True)
-        if not checked:
-            raise ItemError("HAERAE-Vision aggregation received no items")
-        verdicts = {i["question_idx"]: Verdict.of(i, f"HAERAE-Vision task {i['task']!r} question_idx={i['question_idx']!r}") for i in checked}
-        return cls(
-            task=checked[0]["task"],
-            variant=checked[0]["variant"],
-            scores={q: None if v.failed or v.parsed is None else float(v.parsed) for q, v in verdicts.items()},
-            categories={i["question_idx"]: i["category"] for i in checked},
-            judge_info="",
-            failed=frozenset(q for q, v in verdicts.items() if v.failed),
-        )
-
     def category_means(self) -> dict[str, float]:
+        """Mean per category over its judged items (categories with none judged are left out), by name."""
         by_category: dict[str, list[str]] = defaultdict(list)
         for qid, category in self.categories.items():
             if qid not in self.failed:
@@ -128,9 +119,9 @@ class ScoredTask:
         return {category: self.mean(by_category[category]) for category in sorted(by_category)}
 
 
-def _validated(items: Iterable[Mapping[str, Any]], keep: bool = False) -> list[dict[str, Any]]:
-    """Items in question_idx order, checked; a malformed or conflicting item raises naming it. `keep`: the
-    items' other fields (the verdicts) are kept."""
+def _validated(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Items in question_idx order, checked (once per task, by the batch step); a malformed or conflicting
+    item raises naming it."""
     by_id: dict[str, dict[str, Any]] = {}
     task = None
     for position, item in enumerate(items):
@@ -149,7 +140,7 @@ def _validated(items: Iterable[Mapping[str, Any]], keep: bool = False) -> list[d
         previous = by_id.get(clean["question_idx"])
         if previous is not None and {f: previous[f] for f in ITEM_FIELDS} != clean:
             raise ItemError(f"{label}: two different results for one question_idx")
-        by_id[clean["question_idx"]] = {**item, **clean} if keep else clean
+        by_id[clean["question_idx"]] = clean
     return [by_id[k] for k in sorted(by_id, key=_id_order)]
 
 
@@ -188,8 +179,8 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir
     """Judge the task's items (one cached batch; the batch step calls this once per task) and return their
     official scores and each item's verdict fields (by question_idx).
 
-    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the task's per-category
-    means (`category_scores`) and the one-line `judge_info`. `output_dir` overrides the run's output path
+    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`
+    (the per-category means are in the results: `category_scores`). `output_dir` overrides the run's output path
     (k-samples responses are judged into their own folder); `check`: warn (exit status 3) when most replies
     have no usable score (`services.verdicts.check_unparsed`)."""
     from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
@@ -211,27 +202,48 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir
     categories = {item["question_idx"]: item["category"] for item in checked}
     failed = frozenset(item["question_idx"] for item in checked if batch.outcomes[item["question_idx"]].error is not None)
     result = ScoredTask(task=task, variant=variant, scores=scores, categories=categories, judge_info=judge_summary_metric(batch), failed=failed)
-    if "category_scores" not in batch.summary:
-        add_to_summary(batch, {"category_scores": result.category_means(), "judge_info": result.judge_info})
+    if "judge_info" not in batch.summary:
+        add_to_summary(batch, {"judge_info": result.judge_info})
     if check:
         check_unparsed(task, batch.outcomes)
     return result, {item["question_idx"]: verdict_fields(batch.outcomes[item["question_idx"]]) for item in checked}
 
 
-class ItemScores(float):
-    """A task's score (a float, as lmms-eval reports it) that keeps the judged items' scores (`unit_scores`, by
-    question_idx): lmms-eval hands a group its subtasks' scores, so the group's paired gap reads the items
-    from them, not from anything an earlier aggregation left behind."""
+def batch_fields(scored: ScoredTask, verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What the batch step writes into every metric's item of each document, by question_idx: the judge's
+    verdict (`services.verdicts`) and, for a judged item, its official value (`item_score`: its score, 0.0
+    for a reply without one) and its category's mean (`category_score`). Computed here once per task; the
+    aggregations read them (`judged_items`)."""
+    means = scored.category_means()
+    out: dict[str, dict[str, Any]] = {}
+    for qid, verdict in verdicts.items():
+        fields = dict(verdict)
+        if qid not in scored.failed:
+            fields.update({ITEM_SCORE: scored.counted(qid), CATEGORY_SCORE: means[scored.categories[qid]]})
+        out[qid] = fields
+    return out
 
-    unit_scores: dict[str, float]
 
-    def __new__(cls, value: float, items: Mapping[str, float]) -> ItemScores:
-        made = super().__new__(cls, value)
-        made.unit_scores = dict(items)
-        return made
+def judged_items(items: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Verdict, Mapping[str, Any]]]:
+    """The task's items by question_idx, in question_idx order (a duplicate counts once), each with the
+    verdict the batch step wrote; raises when the batch step did not score them."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for item in items:
+        found[str(item["question_idx"])] = item
+    if not found:
+        raise ItemError("HAERAE-Vision aggregation received no items")
+    return {q: (Verdict.of(found[q], f"HAERAE-Vision task {found[q].get('task')!r} question_idx={q!r}"), found[q]) for q in sorted(found, key=_id_order)}
 
-    def __reduce__(self) -> tuple[Any, ...]:  # copies and pickles keep the items
-        return (ItemScores, (float(self), self.unit_scores))
+
+def item_scores_of(items: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """The judged items' official values (`item_score`, written by the batch step), by question_idx in order."""
+    return {q: float(item[ITEM_SCORE]) for q, (verdict, item) in judged_items(items).items() if not verdict.failed}
+
+
+def category_scores_of(items: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """The per-category means the batch step wrote (`category_score` of each judged item), by category name."""
+    found = {str(item["category"]): float(item[CATEGORY_SCORE]) for verdict, item in judged_items(items).values() if not verdict.failed}
+    return {category: found[category] for category in sorted(found)}
 
 
 # -- the under-specification gap ----------------------------------------------------------------------

@@ -292,8 +292,9 @@ def summary_of(run: Run, kind: str, task: str) -> Summary | None:
 
 
 def breakdown(run: Run, kind: str, task: str, key: str) -> Any:
-    """A dict-valued breakdown (`category_scores`, `by_task_type`, ...): from the task's judgement or
-    execution summary, where runs with standard errors keep it, else from results.json (older runs)."""
+    """A dict-valued breakdown of an execution summary (`by_task_type`, `by_capability`): from the task's
+    summary, where runs with standard errors keep it, else from results.json (older runs). HAERAE-Vision's
+    `category_scores` is read from results.json itself (`metric`)."""
     summary = summary_of(run, kind, task)
     if summary is not None and key in summary.data:
         return summary.data[key]

@@ -552,7 +552,7 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
     for run in have:
         per_run[run.label] = {}
         for variant, task in HAERAE_TASKS:
-            value = breakdown(run, "judgements", task, "category_scores")
+            value = metric(run.section(task), "category_scores")  # results.json, where the task's aggregation wrote it
             per_run[run.label][variant] = value if isinstance(value, dict) else {}
             categories += [c for c in per_run[run.label][variant] if c not in categories]
     categories.sort()
@@ -565,7 +565,7 @@ def haerae_section(runs: Sequence[Run], judge_rows: Mapping[tuple[str, str], dic
         by_category.add(category, *(fmt(per_run[run.label][variant].get(category), UNIT) for run in have for variant, _ in HAERAE_TASKS))
     by_category.note = (
         "`category_scores` of `haerae_vision_original` and `haerae_vision_explicit` (mean item score per category over the judged items: a reply without a usable score counts 0, a request that failed after its retries is left out), "
-        "from `judgements/<task>.summary.json` (older runs: the results file); no standard error is recorded per category."
+        "from the results file; no standard error is recorded per category."
     )
     judge = Table(
         "haerae-judge",
