@@ -1,0 +1,79 @@
+"""Each HAERAE-Vision task is scored once: the batch step judges the task, builds its scores (`ScoredTask`)
+after checking its items once, computes its category means, and writes what every aggregation needs into
+the items; the aggregations lmms-eval then calls (every entry of the task's `metric_list`) build, check and
+judge nothing. Counted over one simulated aggregation step, as lmms-eval 0.7.3 runs it on rank 0."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lmms_tasks import tasks_path
+from lmms_tasks.utils.haerae_vision import hooks, metrics
+from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.testing.openai_server import StandInServer
+
+JUDGE = "stand-in-judge"
+ITEMS = [(1, "게임", "이거 무슨 게임?", "<score>1/2</score>"), (2, "게임", "어떻게 깨요?", "<score>2/2</score>"), (3, "과학", "왜 이래요?", "점수 없음")]
+
+
+@pytest.fixture
+def judge_env(stand_in: StandInServer, hermetic_env: Path, monkeypatch: pytest.MonkeyPatch) -> StandInServer:
+    for key, value in {"BASE_URL": stand_in.base_url, "API_KEY": "EMPTY", "MODEL": JUDGE, "MAX_RETRIES": "1", "BACKOFF": "0.01", "PROGRESS": "0"}.items():
+        monkeypatch.setenv(f"LMMS_TASKS_JUDGE_{key}", value)
+    judge.clear_memo()
+    for _, _, question, reply in ITEMS:
+        stand_in.script(lambda r, q=question: r.model == JUDGE and f"[INPUT]\n{q}\n" in r.text, reply)
+    yield stand_in
+    judge.clear_memo()
+
+
+def _metric_list() -> list[dict[str, Any]]:
+    """The task's metric_list as lmms-eval loads it (the `!function` aggregations resolved)."""
+    from lmms_eval.utils import load_yaml_config
+
+    return load_yaml_config(yaml_path=str(Path(tasks_path()) / "haerae_vision" / "haerae_vision_original.yaml"), mode="full")["metric_list"]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
+    real = getattr(owner, attribute)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts[name] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attribute, counted)
+
+
+def test_the_task_is_judged_scored_and_checked_once_and_the_aggregations_read_the_items(judge_env: StandInServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = [
+        {"hv_task": "haerae_vision_original", "hv_variant": "original", "question_idx": q, "category": c, "question_used": text, "checklist_text": "['a' 'b']"}
+        for q, c, text, _ in ITEMS
+    ]
+    results = json.loads(json.dumps([hooks.process_results(doc, ["답"]) for doc in docs], ensure_ascii=False))  # as gathered
+    entries = _metric_list()
+    assert {e["metric"] for e in entries} == set(metrics.METRICS) == set(results[0])
+    counts: collections.Counter = collections.Counter()
+    _counting(monkeypatch, counts, "ScoredTask", metrics.ScoredTask, "__init__")
+    _counting(monkeypatch, counts, "validation", metrics, "_validated")
+    _counting(monkeypatch, counts, "category_means", metrics.ScoredTask, "category_means")
+    _counting(monkeypatch, counts, "judge_batch", judge, "judge_batch")
+    scored = hooks.score_batch(results, args=SimpleNamespace(output_path=str(tmp_path / "out")))
+    batch_counts = dict(counts)
+    values = {e["metric"]: e["aggregation"]([r[e["metric"]] for r in scored]) for e in entries}
+    print(f"after the batch step: {batch_counts}; after every aggregation: {dict(counts)}")
+    assert batch_counts == {"ScoredTask": 1, "validation": 1, "category_means": 1, "judge_batch": 1}
+    assert dict(counts) == batch_counts  # the aggregations rebuilt, re-checked and re-judged nothing
+    assert values == {
+        "haerae_vision_score": pytest.approx((0.5 + 1.0 + 0.0) / 3),
+        "judge_failures": 0,
+        "judge_unparsed": 1,
+        "category_scores": pytest.approx({"게임": 0.75, "과학": 0.0}),
+        "item_scores": pytest.approx({"1": 0.5, "2": 1.0, "3": 0.0}),
+    }
+    assert len(judge_env.requests_for(model=JUDGE)) == 3
