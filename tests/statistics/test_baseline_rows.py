@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils.compat import baselines
 from lmms_tasks.utils.compat.baselines import compared_rows_only
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, printed_tables, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
@@ -107,3 +108,32 @@ def test_each_statistic_of_the_compared_metric_stays_on_its_row(key: str) -> Non
     assert key in mine and key not in others
     assert set(mine) == {"alias", "paired_baseline", "paired_pvalue", *COMPARED_KEYS}
     assert set(others) == {"alias", *OTHER_KEYS}
+
+
+def test_dict_valued_results_stay_in_the_results_and_out_of_the_printed_table() -> None:
+    """HAERAE-Vision's `category_scores` / `item_scores` are dicts in results.json (issue 40); the table the
+    run prints (the compat `make_table`, the one the CLI and `score` call) has no row for them."""
+    from lmms_eval import utils as lmms_utils
+
+    results = {
+        "results": {
+            "t": {
+                "alias": "t",
+                "score,none": 0.5,
+                "score_stderr_clt,none": 0.1,
+                "category_scores,none": {"게임": 0.75, "과학": 0.0},
+                "category_scores_stderr_clt,none": "N/A",
+                "item_scores,none": {"1": 0.5},
+            },
+            "u": {"alias": "u", "score,none": 1.0},
+        },
+        "n-shot": {"t": 0, "u": 0},
+        "higher_is_better": {"t": {"score": True, "category_scores": True, "item_scores": True}, "u": {"score": True}},
+    }
+    printable = baselines.numbers_only(results)
+    assert set(printable["results"]["t"]) == {"alias", "score,none", "score_stderr_clt,none", "category_scores_stderr_clt,none"}
+    assert printable["results"]["u"] is results["results"]["u"]  # a task without dicts is passed as it is
+    assert results["results"]["t"]["category_scores,none"] == {"게임": 0.75, "과학": 0.0}  # the results keep them
+    wrapped = baselines._table_with_compared_rows_only(getattr(lmms_utils.make_table, "__wrapped__", lmms_utils.make_table))
+    (header, body), *_ = printed_tables(wrapped(results))
+    assert [(r[0], r[header.index("Metric")], r[header.index("Value")]) for r in body] == [("t", "score", "0.5"), ("u", "score", "1.0")]
