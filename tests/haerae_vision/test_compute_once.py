@@ -77,3 +77,19 @@ def test_the_task_is_judged_scored_and_checked_once_and_the_aggregations_read_th
         "item_scores": pytest.approx({"1": 0.5, "2": 1.0, "3": 0.0}),
     }
     assert len(judge_env.requests_for(model=JUDGE)) == 3
+
+
+def test_a_samples_file_saved_before_the_breakdown_metrics_is_still_scored_whole(judge_env: StandInServer, tmp_path: Path) -> None:
+    """`score` on a samples file written before `category_scores` / `item_scores` were metrics: the batch step
+    adds their items from the document's ids, so every metric is computed and none is reported missing."""
+    from lmms_tasks.utils.commands.score import aggregate
+
+    docs = [
+        {"hv_task": "haerae_vision_original", "hv_variant": "original", "question_idx": q, "category": c, "question_used": text, "checklist_text": "['a' 'b']"}
+        for q, c, text, _ in ITEMS
+    ]
+    old = [{"doc_id": i, **{m: v for m, v in hooks.process_results(doc, ["답"]).items() if m not in metrics.BREAKDOWNS}} for i, doc in enumerate(docs)]
+    report = aggregate("haerae_vision_original", json.loads(json.dumps(old, ensure_ascii=False)), source="old samples", output_dir=tmp_path / "out")
+    assert report["errors"] == {}
+    assert report["results"]["category_scores,none"] == pytest.approx({"게임": 0.75, "과학": 0.0})
+    assert report["results"]["item_scores,none"] == pytest.approx({"1": 0.5, "2": 1.0, "3": 0.0})

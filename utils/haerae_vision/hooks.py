@@ -133,6 +133,8 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
         if qid is None:
             continue
         if repeat is None:
+            for metric in metrics.BREAKDOWNS:  # a samples file saved before these metrics existed (`score` re-scores it)
+                result.setdefault(metric, {f: result[SCORE][f] for f in metrics.ID_FIELDS})
             for metric in metrics.METRICS:
                 if isinstance(result.get(metric), dict):
                     result[metric] = {**result[metric], **fields[qid]}
