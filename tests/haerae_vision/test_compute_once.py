@@ -1,7 +1,8 @@
 """Each HAERAE-Vision task is scored once: the batch step judges the task, builds its scores (`ScoredTask`)
 after checking its items once, computes its category means, and writes what every aggregation needs into
 the items; the aggregations lmms-eval then calls (every entry of the task's `metric_list`) build, check and
-judge nothing. Counted over one simulated aggregation step, as lmms-eval 0.7.3 runs it on rank 0."""
+judge nothing. Counted over one simulated aggregation step, as lmms-eval 0.7.3 runs it on rank 0. Before issue
+40: 4 ScoredTask built and 4 validations of every item per task (the batch step and 3 aggregations)."""
 
 from __future__ import annotations
 

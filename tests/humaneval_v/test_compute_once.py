@@ -1,7 +1,8 @@
 """Each task is scored once: the batch step computes what the aggregations need (per-task pass@k, the parse
 counts) and writes it into the items; the aggregations read it (no Scored rebuilt, no item re-validated, no
-pass@k recomputed). Counted over one simulated lmms-eval aggregation: the batch step, then every metric's
-aggregation, as lmms-eval 0.7.3 calls them."""
+pass@k recomputed). Counted over one simulated lmms-eval aggregation: the batch step, then every aggregation
+of the task's metric_list, as lmms-eval 0.7.3 calls them. Before issue 40: 5 Scored built and 5 validations
+per task (the batch step and 4 aggregations) and 6 pass@k computations per HumanEval-V task."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lmms_tasks import tasks_path
 from lmms_tasks.utils.humaneval_v import hooks, metrics, passk
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
@@ -26,14 +28,11 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
     return fixtures
 
 
-AGGREGATIONS = {
-    "pass@1": hooks.agg_pass_at_1,
-    "pass@1_unrounded": hooks.agg_pass_at_1_unrounded,
-    "pass@3": hooks.agg_pass_at_3,
-    "pass@3_unrounded": hooks.agg_pass_at_3_unrounded,
-    "parse_success_rate": hooks.agg_parse_success_rate,
-    "parse_success_rate_unrounded": hooks.agg_parse_success_rate_unrounded,
-}
+def _metric_list(task: str) -> list[dict[str, Any]]:
+    """The task's metric_list as lmms-eval loads it (the `!function` aggregations resolved)."""
+    from lmms_eval.utils import load_yaml_config
+
+    return load_yaml_config(yaml_path=str(Path(tasks_path()) / "humaneval_v" / f"{task}.yaml"), mode="full")["metric_list"]
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
@@ -53,6 +52,8 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(task: str, d
     k = hooks.k_of(task)
     replies = {q: f"```python\n{r['ground_truth_solution']}```" for q, r in rows.items()}
     items = [hooks.process_results(d, [replies[d["qid"]]] * (1 if k == 1 else 6)) for d in documents]
+    entries = _metric_list(task)
+    assert {e["metric"] for e in entries} == set(hooks.metric_names(task)) == set(items[0])
     counts: collections.Counter = collections.Counter()
     _counting(monkeypatch, counts, "Scored", metrics, "Scored")
     _counting(monkeypatch, counts, "validation", metrics, "_ordered")
@@ -60,7 +61,7 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(task: str, d
     _counting(monkeypatch, counts, "pass_at_k", passk, "pass_at_k")
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
     scored = hooks.score_batch(items, args=args)
-    values = {metric: AGGREGATIONS[metric]([d[metric] for d in scored]) for metric in hooks.metric_names(task)}
+    values = {e["metric"]: e["aggregation"]([d[e["metric"]] for d in scored]) for e in entries}
     tasks = len({d["qid"] for d in documents})
     print(task, dict(counts), values)
     assert counts["Scored"] == 1 and counts["validation"] == 1
