@@ -13,7 +13,7 @@ from lmms_tasks import tasks_path
 from lmms_tasks.utils.services.taskconfig import task_config
 
 NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision")
-COMMON_METRICS = ["haerae_vision_score", "judge_failures", "judge_unparsed"]
+COMMON_METRICS = ["haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores"]
 
 
 def test_task_manager_indexes_tasks_and_group() -> None:
@@ -57,7 +57,7 @@ def test_group_reports_group_only_metrics_from_the_subtask_scores() -> None:
     assert entries == [
         ("haerae_vision_score", "score_original", None),
         ("haerae_vision_score", "score_explicit", None),
-        ("haerae_vision_score", "underspec_gap", None),
+        ("item_scores", "underspec_gap", None),  # paired over the judged items' values each task reports
         ("judge_failures", None, "exact"),
         ("judge_unparsed", None, "exact"),
     ]
