@@ -77,14 +77,24 @@ def is_network_error(exc: BaseException) -> bool:
 PROVENANCE_KEY = "data_source"  # the task config's metadata key that records what was loaded
 
 
+def metadata_of(config: Any) -> dict[str, Any]:
+    """The `metadata` mapping of a task config as lmms-eval hands it (a `TaskConfig`, or the dict a command
+    loaded); {} when there is none."""
+    metadata = getattr(config, "metadata", None) if not isinstance(config, dict) else config.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
 def task_loader(
     task: str,
-    build: Callable[[], datasets.Dataset | list[dict[str, Any]]],
+    build: Callable[[dict[str, Any]], datasets.Dataset | list[dict[str, Any]]],
     split: str = "test",
     source: DataSource | None = None,
     source_split: str | None = None,
 ) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one task: `build()`'s documents as split `split`.
+    """The `custom_dataset` loader of one task: `build(metadata)`'s documents as split `split`, where
+    `metadata` is the task config's `metadata` mapping lmms-eval passes the loader (the YAML's, with
+    `include:` resolved): the task's settings (its judge, its options) come from there, never from a
+    re-read of the YAML.
 
     Any error while building or checking the documents becomes a `DataError` that names the task (exit
     status 1; lmms-eval does not retry it), except an error that already carries its `exit_status` (a
@@ -96,8 +106,9 @@ def task_loader(
     """
 
     def load(metadata: Any = None, **_: Any) -> datasets.DatasetDict:
+        settings = metadata if isinstance(metadata, dict) else {}
         try:
-            docs = build()
+            docs = build(settings)
             provenance = source.provenance(source_split) if source is not None else None
         except Exception as exc:  # noqa: BLE001 - every load error must name the task and stop the run
             if is_network_error(exc):
