@@ -72,10 +72,11 @@ def scoring_refusal(task: str, metadata: dict[str, Any] | None = None) -> str | 
     return None if execution_allowed() else opt_in_refusal(task)
 
 
-def load_documents() -> datasets.Dataset:
-    """The test split, every row checked (ids unique, fields typed, diagrams readable) before any request."""
-    dataset = load_parquet_split(SOURCE, "test")
-    check_split(SOURCE, "test", dataset, FIELDS, id_field="qid", image_fields={"diagram": False})
+def load_documents(source: DataSource = SOURCE) -> datasets.Dataset:
+    """The test split of `source` (default: as the environment names it), every row checked (ids unique,
+    fields typed, diagrams readable) before any request."""
+    dataset = load_parquet_split(source, "test")
+    check_split(source, "test", dataset, FIELDS, id_field="qid", image_fields={"diagram": False})
     guarded = [q for q, t in zip(dataset["qid"], dataset["test_script"]) if "__name__" in t]
     if guarded:  # quirk H7: under exec(program, {}) such a guard skips the tests, which then "pass"
         logger.warning(f"HumanEval-V test scripts mention __name__ (a __main__ guard skips the tests officially): {guarded[:20]}")

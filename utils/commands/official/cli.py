@@ -185,11 +185,12 @@ def export(run_dirs: list[Path], out: Path) -> tuple[dict[str, list[Written]], l
     tasks = run_tasks(run_dirs)
     written: dict[str, list[Written]] = {}
     notes: list[str] = []
-    with data_sources.run_data(tasks), staged(out) as stage:
-        written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench")
-        written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v")
+    data = data_sources.run_data(tasks)  # the data each run recorded, handed to each export's loaders
+    with staged(out) as stage:
+        written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench", data["vlm2_bench"])
+        written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v", data["humaneval_v"])
         written["humaneval_v1"] = humaneval_v.export_v1(tasks, stage / "humaneval_v1")
-        written["haerae_vision"], haerae_notes = haerae_vision.export(tasks, stage / "haerae_vision")
+        written["haerae_vision"], haerae_notes = haerae_vision.export(tasks, stage / "haerae_vision", data["haerae_vision"])
         notes += haerae_notes
         if not any(written.values()):
             raise OfficialFormatError(f"{', '.join(map(str, run_dirs))}: no task of VLM2-Bench, HumanEval-V or HAERAE-Vision with a samples file")
