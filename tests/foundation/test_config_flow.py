@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,7 @@ def test_commands_hand_settings_over_instead_of_writing_into_runtime_modules() -
 # -- during a real run --------------------------------------------------------------------------------------
 
 PROBE = r"""
-import json, os, runpy, sys
+import json, os, sys
 ours = tuple(os.environ["CONFIG_FLOW_OURS"].split(os.pathsep))
 log = open(os.environ["CONFIG_FLOW_LOG"], "a", encoding="utf-8")
 
@@ -218,15 +219,23 @@ def stack(frame):
 def hook(event, args):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         name = os.fsdecode(args[0])
-        if name.endswith((".yaml", ".yml")) or "_yaml" in os.path.basename(name) or "yaml_templates" in name:
+        base = os.path.basename(name)
+        if base.endswith((".yaml", ".yml", "_yaml")) or (os.sep + "yaml_templates" + os.sep in name and "." not in base):
             log.write(json.dumps({"event": "yaml", "name": name, "stack": stack(sys._getframe(1))}) + "\n")
     elif event in ("os.putenv", "os.unsetenv"):
-        log.write(json.dumps({"event": "env", "name": os.fsdecode(args[0]), "stack": stack(sys._getframe(1))}) + "\n")
+        writer = sys._getframe(1)
+        while writer is not None and os.path.basename(writer.f_code.co_filename) == "os.py":  # os.environ's own methods
+            writer = writer.f_back
+        # a write counts when code of ours writes (a library that code of ours called writes for itself)
+        mine = writer is not None and writer.f_code.co_filename.startswith(ours)
+        log.write(json.dumps({"event": "env", "name": os.fsdecode(args[0]), "stack": stack(writer) if mine else []}) + "\n")
     log.flush()
 
 sys.addaudithook(hook)
-sys.argv = ["lmms_eval", *sys.argv[1:]]
-runpy.run_module("lmms_eval", run_name="__main__", alter_sys=True)
+from lmms_eval.cli.dispatch import main  # what the `lmms-eval` console script runs
+
+sys.argv = ["lmms-eval", *sys.argv[1:]]
+sys.exit(main())
 """
 
 
@@ -245,9 +254,8 @@ def test_a_judged_run_reads_no_yaml_and_writes_no_environment_from_our_code(tmp_
         env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_PROGRESS": "0", "LMMS_TASKS_JUDGE_MAX_RETRIES": "0"})
         env.update(CONFIG_FLOW_LOG=str(log), CONFIG_FLOW_OURS=os.pathsep.join(str(ROOT / part) for part in ("utils", "lmms_tasks")))
         command = lmms_eval_command("haerae_vision_original", server.base_url, tmp_path / "out")
-        start = command.index("lmms_eval") - 1  # [python, -m, lmms_eval, args...]
-        assert command[start] == "-m", command
-        run = run_command([*command[:start], "-c", PROBE, *command[start + 2 :]], tmp_path / "out", env=env).check()
+        assert Path(command[0]).name == "lmms-eval", command  # the console script, run here under the probe
+        run = run_command([sys.executable, "-c", PROBE, *command[1:]], tmp_path / "out", env=env).check()
         assert run.metric("haerae_vision_original", "haerae_vision_score") is not None
         judged = server.requests_for(model=STAND_IN_JUDGE)
     assert judged, "the judge was never asked: the run did not exercise the judged path"
