@@ -265,3 +265,65 @@ def test_a_judged_run_reads_no_yaml_and_writes_no_environment_from_our_code(tmp_
     assert not ours, "code of ours read a YAML or wrote the environment during the run:\n" + "\n".join(
         f"{e['event']} {e['name']} from {' < '.join(reversed(e['stack'][-3:]))}" for e in ours[:10]
     )
+
+
+# -- the hand-over itself ------------------------------------------------------------------------------------
+
+
+def test_the_loader_builds_from_the_metadata_lmms_eval_passes_and_records_into_it() -> None:
+    from lmms_tasks.utils.services.data import task_loader
+
+    seen: list[dict] = []
+
+    class Source:
+        def provenance(self, split: str | None = None) -> dict:
+            return {"source": "local", "split": split}
+
+    metadata = {"version": 1, "judge": {"model": "from-the-yaml"}}
+    loaded = task_loader("t", lambda given: seen.append(given) or [{"x": 1}], source=Source(), source_split="test")(metadata=metadata, token=None)  # type: ignore[arg-type]
+    assert seen == [metadata] and seen[0] is metadata  # the config's own dict: what the loader records lands in results.json
+    assert metadata["data_source"] == {"source": "local", "split": "test"} and len(loaded["test"]) == 1
+
+
+def test_a_hook_takes_its_judge_from_the_metadata_and_what_a_command_handed_over() -> None:
+    from lmms_tasks.utils.services import judge
+
+    env = {"LMMS_TASKS_JUDGE_MODEL": "env", "LMMS_TASKS_JUDGE_CONCURRENCY": "7"}
+    yaml = {"judge": {"model": "yaml", "params": {"max_tokens": 9}}}
+    assert judge.JudgeConfig.for_task("t", {}, "built-in", env={}).model == "built-in"
+    assert judge.JudgeConfig.for_task("t", {}, "built-in", env=env).model == "env"
+    config = judge.JudgeConfig.for_task("t", yaml, "built-in", {"max_tokens": 1}, env=env)
+    assert (config.model, config.concurrency, dict(config.params)) == ("yaml", 7, {"max_tokens": 9})
+    handed = judge.hand(yaml, judge.Handed(recorded={"model": "recorded", "cache_dir": "/r"}, options={"model": "option"}))
+    config = judge.JudgeConfig.for_task("t", handed, "built-in", env=env)
+    assert (config.model, config.cache_dir) == ("option", "/r")
+    assert judge.handed_to(yaml) == judge.Handed() and "lmms_tasks_handed" not in yaml  # `hand` copies
+    with pytest.raises(judge.JudgeConfigError, match="metadata.judge of task 't' must be a mapping"):
+        judge.JudgeConfig.for_task("t", {"judge": "gpt-4o"}, env={})
+    with pytest.raises(judge.JudgeConfigError, match=r"--judge-\* options: \['modle'\]"):
+        judge.JudgeConfig.for_task("t", judge.hand({}, judge.Handed(options={"modle": "x"})), env={})
+
+
+def test_recorded_replies_handed_over_are_used_and_nothing_is_sent(tmp_path: Path) -> None:
+    from lmms_tasks.utils.services import judge
+
+    config = judge.JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="EMPTY", cache_dir=str(tmp_path / "cache"), progress=False)
+    requests = [judge.JudgeRequest("a", [{"role": "user", "content": "a"}]), judge.JudgeRequest("b", [{"role": "user", "content": "b"}])]
+    replies = judge.RecordedReplies({"a": "<score>1</score>"}, source="file.csv")
+    batch = judge.judge_batch("t_replayed", requests, str, config=config, output_dir=tmp_path, metadata=judge.hand({}, judge.Handed(replies=replies)))
+    assert batch.outcomes["a"].content == "<score>1</score>" and "no recorded judge reply in file.csv" in (batch.outcomes["b"].error or "")
+    assert batch.summary["replayed_from"] == "file.csv" and not (tmp_path / "cache").exists()
+
+
+def test_a_data_source_named_by_a_command_wins_over_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_tasks.utils.services.data import DataSource
+
+    source = DataSource("b", "o/r", "main", "B_DATA", "B_REVISION")
+    monkeypatch.delenv("B_DATA", raising=False)
+    monkeypatch.setenv("B_REVISION", "from-env")
+    assert source.local_root() is None and source.revision == "from-env"
+    named = source.named(root=str(tmp_path))
+    assert named.local_root() == tmp_path.resolve() and source.local_root() is None  # a copy: the original is unchanged
+    assert source.named(revision="abc").revision == "abc"
+    monkeypatch.delenv("B_REVISION")
+    assert source.named().revision == "main" and "B_DATA" not in os.environ
