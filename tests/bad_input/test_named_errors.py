@@ -12,7 +12,7 @@ from lmms_tasks.utils.services.judge import JudgeUnavailable
 
 
 def _failing(error: BaseException):  # noqa: ANN202 - a build() that raises
-    def build() -> list:
+    def build(metadata: dict) -> list:
         raise error
 
     return build

@@ -287,6 +287,22 @@ def test_batch_scores_reach_metrics_and_samples_of_each_filter_across_ranks(worl
     assert ("unit", "none") not in output.sample_metrics  # not a metric: the samples only
 
 
+def test_a_batch_function_that_declares_config_gets_the_task_config_in_every_call() -> None:
+    """As patch 0006: `config=task.config` (what the YAML set, metadata included) for the documents and for
+    each response index; a function without the parameter is called without it (the other tests)."""
+    seen: list[tuple[int | None, Any]] = []
+
+    def batch(results: list[dict], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict]:
+        seen.append((repeat, config))
+        return _pair_batch(results, args, repeat)
+
+    task = _batch_task(batch, repeats=2, score_each_repeat=True)
+    task.config.metadata = {"judge": {"model": "from-the-config"}}
+    _evaluate_like_lmms_eval(task, {0: ["yes", "no"], 1: ["yes", "yes"]}, ["none"], 1)
+    assert seen and all(config is task.config for _, config in seen)
+    assert [repeat for repeat, _ in seen] == [None, 0, 1]
+
+
 def test_samples_that_do_not_line_up_are_left_alone_with_a_warning(caplog_loguru: list[str]) -> None:
     from lmms_eval.evaluator_utils import TaskOutput
 

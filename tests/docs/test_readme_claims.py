@@ -520,11 +520,8 @@ def judge_precedence_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     """The levels of `score`'s judge settings, lowest first, found by behaviour: each level sets the model,
     and the level whose model wins when all are set is removed until none is left."""
     from lmms_tasks.utils.commands import score
-    from lmms_tasks.utils.services.judge import JudgeConfig
+    from lmms_tasks.utils.services.judge import JudgeConfig, hand
 
-    root = tmp_path / "tasks" / "bench"
-    root.mkdir(parents=True)
-    (root / "probe.yaml").write_text("task: probe\nmetadata:\n  judge: {model: yaml}\n", encoding="utf-8")
     levels = list(score.PRECEDENCE)
     found: list[str] = []
     remaining = set(levels)
@@ -537,8 +534,9 @@ def judge_precedence_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                 m.delenv(key)
             for key, value in env.items():
                 m.setenv(key, value)
-            with score.judge_settings(recorded, options):
-                model = JudgeConfig.resolve("probe" if "yaml" in remaining else None, default_model="built-in", root=str(tmp_path / "tasks")).model
+            # what `score` hands the batch step: the YAML's metadata with its recorded judge and options added
+            metadata = hand({"judge": {"model": "yaml"}} if "yaml" in remaining else {}, score.judge_handed(recorded, options))
+            model = JudgeConfig.for_task("probe", metadata, default_model="built-in").model
         found.insert(0, model)
         remaining.discard(model)
     return found

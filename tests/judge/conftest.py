@@ -64,6 +64,7 @@ doc_to_visual: !function utils.doc_to_visual
 doc_to_text: !function utils.doc_to_text
 doc_to_target: answer
 process_results: !function utils.process_results
+process_results_batch: !function utils.score_batch
 generation_kwargs:
   max_new_tokens: 32
   until: []
@@ -85,14 +86,21 @@ metadata:
 """
 
 MINI_UTILS = '''\
-"""A minimal judged task: the judge scores each response K/N; failures and unparseable replies score 0."""
+"""A minimal judged task: the judge scores each response K/N; failures and unparseable replies score 0.
+The batch step judges every response once, by the judge its task config names, and writes the verdicts
+into the items; the aggregations read them."""
 
 import re
 
+from lmms_tasks.utils.compat import activate
+from lmms_tasks.utils.services.data import metadata_of
 from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
+
+activate()  # a stock lmms-eval 0.7.3 learns process_results_batch from our compat layer
 
 TASK = "{task}"
 PROMPT = "JUDGE THIS. Question: {{q}} Response: {{r}}"
+JUDGED = ("judge_score", "judge_failures", "judge_info")
 
 
 def doc_to_visual(doc):
@@ -113,27 +121,35 @@ def parse(content):
     return int(found[0][0]) / int(found[0][1]) if len(found) == 1 else None
 
 
-def _batch(items, args):
-    config = JudgeConfig.resolve(task=TASK, default_model="gpt-5-mini", defaults={{"max_tokens": 40}})
+def score_batch(results, args=None, config=None):
+    metadata = metadata_of(config)
+    judge = JudgeConfig.for_task(TASK, metadata, default_model="gpt-5-mini", defaults={{"max_tokens": 40}})
+    items = [r["judge_score"] for r in results]
     requests = [
         JudgeRequest(key=str(it["doc_id"]), messages=[{{"role": "user", "content": PROMPT.format(q=it["question"], r=it["response"])}}],
                      meta={{"doc_id": it["doc_id"]}})
         for it in items
     ]
-    return judge_batch(TASK, requests, parse, config=config, output_dir=getattr(args, "output_path", None), prompt_sha256="0" * 64)
+    batch = judge_batch(TASK, requests, parse, config=judge, output_dir=getattr(args, "output_path", None), prompt_sha256="0" * 64, metadata=metadata)
+    info = judge_summary_metric(batch)
+    scored = []
+    for result in results:
+        outcome = batch.outcomes[str(result["judge_score"]["doc_id"])]
+        verdict = {{"parsed": outcome.parsed, "failed": outcome.error is not None, "judge_line": info}}
+        scored.append({{**result, **{{metric: {{**result[metric], **verdict}} for metric in JUDGED if metric in result}}}})
+    return scored
 
 
 def aggregate_score(items, args=None):
-    batch = _batch(items, args)
-    return sum(batch.outcomes[str(it["doc_id"])].parsed or 0.0 for it in items) / len(items)
+    return sum(it["parsed"] or 0.0 for it in items) / len(items)
 
 
 def aggregate_failures(items, args=None):
-    return _batch(items, args).n_failed
+    return sum(1 for it in items if it["failed"])
 
 
 def aggregate_judge_info(items, args=None):
-    return judge_summary_metric(_batch(items, args))
+    return items[0]["judge_line"]
 '''
 
 

@@ -268,6 +268,12 @@ def _write_task(root: Path, name: str, metadata_judge: dict | None) -> None:
     (folder / f"{name}.yaml").write_text(json.dumps({"task": name, "metadata": meta}), encoding="utf-8")
 
 
+def _yaml_judge(root: Path, task: str) -> dict | None:
+    """The task's `metadata.judge` as lmms-eval hands it over (the test's own YAML, read here)."""
+    path = root / task / f"{task}.yaml"
+    return json.loads(path.read_text(encoding="utf-8"))["metadata"].get("judge") if path.is_file() else None
+
+
 @pytest.fixture
 def include_root(tmp_path: Path) -> Path:
     root = tmp_path / "tasks"
@@ -279,7 +285,7 @@ def include_root(tmp_path: Path) -> Path:
 
 
 PRECEDENCE_CASES = [
-    # (task, env, overrides, expected model, expected concurrency, expected params)
+    # (task, env, --judge-* options, expected model, expected concurrency, expected params)
     ("plain_task", {}, {}, "builtin-judge", 32, {"max_tokens": 300}),
     ("plain_task", {"LMMS_TASKS_JUDGE_MODEL": "env-judge", "LMMS_TASKS_JUDGE_CONCURRENCY": "9"}, {}, "env-judge", 9, {"max_tokens": 300}),
     ("pinned_task", {"LMMS_TASKS_JUDGE_MODEL": "env-judge", "LMMS_TASKS_JUDGE_CONCURRENCY": "9"}, {}, "yaml-judge", 3, {"max_tokens": 77}),
@@ -290,8 +296,7 @@ PRECEDENCE_CASES = [
 
 @pytest.mark.parametrize(("task", "env", "over", "model", "concurrency", "params"), PRECEDENCE_CASES)
 def test_config_precedence(include_root: Path, task: str, env: dict, over: dict, model: str, concurrency: int, params: dict) -> None:
-    with judge.overrides(**over):
-        config = JudgeConfig.resolve(task=task, default_model="builtin-judge", defaults={"max_tokens": 300}, env=env, root=str(include_root))
+    config = JudgeConfig.resolve(task=task, default_model="builtin-judge", defaults={"max_tokens": 300}, env=env, yaml=_yaml_judge(include_root, task), options=over)
     assert (config.model, config.concurrency, dict(config.params)) == (model, concurrency, params)
 
 
@@ -304,7 +309,7 @@ def test_env_settings_are_parsed_and_key_falls_back_to_openai(include_root: Path
         "LMMS_TASKS_JUDGE_PROGRESS": "0",
         "OPENAI_API_KEY": "sk-openai",
     }
-    config = JudgeConfig.resolve(task="plain_task", env=env, root=str(include_root))
+    config = JudgeConfig.resolve(task="plain_task", env=env, yaml=_yaml_judge(include_root, "plain_task"))
     assert (config.base_url, config.timeout, config.max_retries, config.cache_dir, config.progress) == ("http://127.0.0.1:9/v1", 2.5, 0, "/tmp/x", False)
     assert config.api_key == "sk-openai" and config.endpoint_host == "127.0.0.1:9"
     assert "sk-openai" not in repr(config)
@@ -323,7 +328,7 @@ def test_env_settings_are_parsed_and_key_falls_back_to_openai(include_root: Path
 )
 def test_bad_settings_name_the_culprit(include_root: Path, task: str, env: dict, message: str) -> None:
     with pytest.raises(judge.JudgeConfigError, match=re.escape(message)):
-        JudgeConfig.resolve(task=task, env=env, root=str(include_root))
+        JudgeConfig.resolve(task=task, env=env, yaml=_yaml_judge(include_root, task))
 
 
 @pytest.mark.parametrize(
@@ -387,5 +392,6 @@ def test_api_key_fallbacks(env: dict, expected: str | None) -> None:
 
 def test_yaml_names_the_key_variable(include_root: Path) -> None:
     _write_task(include_root, "keyed_task", {"api_key_env": "MY_JUDGE_KEY"})
-    assert JudgeConfig.resolve(task="keyed_task", env={"MY_JUDGE_KEY": "sk-mine", "OPENAI_API_KEY": "sk-o"}, root=str(include_root)).api_key == "sk-mine"
-    assert JudgeConfig.resolve(task="keyed_task", env={"OPENAI_API_KEY": "sk-o"}, root=str(include_root)).api_key == "sk-o"
+    keyed = _yaml_judge(include_root, "keyed_task")
+    assert JudgeConfig.resolve(task="keyed_task", env={"MY_JUDGE_KEY": "sk-mine", "OPENAI_API_KEY": "sk-o"}, yaml=keyed).api_key == "sk-mine"
+    assert JudgeConfig.resolve(task="keyed_task", env={"OPENAI_API_KEY": "sk-o"}, yaml=keyed).api_key == "sk-o"

@@ -112,7 +112,7 @@ def test_the_opt_out_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_score_checks_the_judge_before_its_first_request_only(tmp_path: Path) -> None:
-    """Inside `preflight_before_judging` (the score command) a batch with requests to send checks the judge
+    """Handed `check_first` in its metadata (the score command) a batch with requests to send checks the judge
     first and raises instead of failing every request; a batch answered from the cache sends nothing."""
     with StandInServer(default_reply="<score>1/1</score>") as server:
         good = config_for(server.base_url, tmp_path)
@@ -120,12 +120,12 @@ def test_score_checks_the_judge_before_its_first_request_only(tmp_path: Path) ->
         judge.judge_batch("task_cache", requests, str, config=good, output_dir=tmp_path / "out")
         judge.clear_memo()
         server.fault(lambda r: True, "401-echo", times=None)
-        with judge.preflight_before_judging():
-            cached = judge.judge_batch("task_cache", requests, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
-            assert cached.n_failed == 0 and server.preflights == []
-            fresh = [judge.JudgeRequest(key="b", messages=[{"role": "user", "content": "judge b"}])]
-            with pytest.raises(judge.JudgeUnavailable, match="rejected the key"):
-                judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")
+        handed = judge.hand({}, judge.Handed(check_first=True))
+        cached = judge.judge_batch("task_cache", requests, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out", metadata=handed)
+        assert cached.n_failed == 0 and server.preflights == []
+        fresh = [judge.JudgeRequest(key="b", messages=[{"role": "user", "content": "judge b"}])]
+        with pytest.raises(judge.JudgeUnavailable, match="rejected the key"):
+            judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out", metadata=handed)
         assert len(server.preflights) == 1 and len(server.requests) == 1  # only the first batch's request
         # outside the score command a batch never raises: the failure is recorded per request
         failed = judge.judge_batch("task_new", fresh, str, config=replace(good, api_key="sk-other-key-0123456789"), output_dir=tmp_path / "out")

@@ -1,18 +1,19 @@
 """`python -m lmms_tasks score SAMPLES.jsonl`: re-score a saved lmms-eval samples file without the model.
 
 Inference and scoring are separable: every metric's `process_results` value is saved in the samples
-JSONL, so the task's own aggregation functions (loaded from its YAML by lmms-eval's loader, `!function`
-tags resolved) can be re-run on them, judging included (through the judge cache, so a re-score with the
-same judge repeats no call, and with `--judge-model` re-judges everything with another judge). The judge
-the run used (model, endpoint, cache, recorded in `judgements/<task>.summary.json`) is reused unless told
-otherwise. `score --from-official BENCH PATH...` scores the official pipelines' prediction files through
+JSONL, so the task's own batch step and aggregation functions (loaded from its YAML by lmms-eval's loader,
+`!function` tags resolved) can be re-run on them, judging included (through the judge cache, so a re-score
+with the same judge repeats no call, and with `--judge-model` re-judges everything with another judge). The
+judge the run used (model, endpoint, cache, recorded in `judgements/<task>.summary.json`) is reused unless
+told otherwise. Both go to the batch step inside the task config it is handed (`judge.Handed` in its
+metadata), as lmms-eval hands a run's batch step the task's config: no environment variable is set and no
+module global is written. `score --from-official BENCH PATH...` scores the official pipelines' prediction files through
 the same aggregations (`lmms_tasks.utils.commands.official`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import inspect
 import json
@@ -20,7 +21,7 @@ import os
 import re
 import sys
 from argparse import Namespace
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +32,17 @@ from lmms_tasks.utils.services import judge, stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
 
 RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
 
-# CLI option -> (judge setting, environment variable suffix)
+# CLI option -> the judge setting it overrides
 JUDGE_OPTIONS = {
-    "judge_model": ("model", "MODEL"),
-    "judge_base_url": ("base_url", "BASE_URL"),
-    "judge_concurrency": ("concurrency", "CONCURRENCY"),
-    "judge_cache_dir": ("cache_dir", "CACHE_DIR"),
+    "judge_model": "model",
+    "judge_base_url": "base_url",
+    "judge_concurrency": "concurrency",
+    "judge_cache_dir": "cache_dir",
 }
 # What a run's judgement summary records that re-scoring reuses (summary field -> judge setting).
 RUN_JUDGE_FIELDS = {"judge_model": "model", "base_url": "base_url", "api_version": "api_version", "cache_dir": "cache_dir"}
@@ -117,10 +118,11 @@ def results_file_of(samples_path: Path) -> Path | None:
     return results if results is not None and results.is_file() else None
 
 
-def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | None, str]:
+def expected_samples(task: str, samples_path: Path, root: str, handed: judge.Handed | None = None) -> tuple[int | None, str]:
     """How many documents the run evaluated, and from where: the `n-samples` of the results file written
     with this samples file (`<ts>_results.json`), else the number of documents of the task's data (its own
-    `process_docs`, so the data must be reachable as for the run); (None, why) when neither is known."""
+    loader, handed the task's metadata with `handed` added, so the data must be reachable as for the run);
+    (None, why) when neither is known."""
     results = results_file_of(samples_path)
     if results is not None:
         try:
@@ -135,14 +137,16 @@ def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | No
         loader = config.get("custom_dataset")
         if not callable(loader):
             return None, f"task {task!r} has no custom_dataset loader"
-        return len(loader(metadata=config.get("metadata") or {})[config.get("test_split") or "test"]), "the task's data"
+        metadata = judge.hand(config.get("metadata") if isinstance(config.get("metadata"), dict) else {}, handed or judge.Handed())
+        return len(loader(metadata=metadata)[config.get("test_split") or "test"]), "the task's data"
     except Exception as exc:  # noqa: BLE001 - only the completeness check is lost
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
 
-def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[..., Any] | None, str]:
-    """The task's `metric_list`, its `process_results_batch` (None if it has none) and its `score_key`
-    (lmms-eval's default "score"), loaded by lmms-eval's own YAML loader so the `!function` tags resolve."""
+def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[..., Any] | None, str, dict[str, Any]]:
+    """The task's `metric_list`, its `process_results_batch` (None if it has none), its `score_key`
+    (lmms-eval's default "score") and its whole config (what the batch step is handed), loaded once by
+    lmms-eval's own YAML loader so the `!function` tags resolve."""
     from lmms_eval.utils import load_yaml_config
 
     try:
@@ -154,7 +158,7 @@ def load_scoring(task: str, root: str) -> tuple[list[dict[str, Any]], Callable[.
     if not isinstance(metric_list, list) or not metric_list:
         raise RescoreError(f"{yaml_path}: task {task!r} has no metric_list to re-score")
     batch = config.get("process_results_batch")
-    return metric_list, batch if callable(batch) else None, str(config.get("score_key") or "score")
+    return metric_list, batch if callable(batch) else None, str(config.get("score_key") or "score"), config
 
 
 def clt_stderr_of(values: list[Any], score_key: str) -> float | str:
@@ -164,23 +168,26 @@ def clt_stderr_of(values: list[Any], score_key: str) -> float | str:
     return stats.clt_stderr(scores)
 
 
-def batch_scored(samples: list[dict[str, Any]], metrics: list[str], batch: Callable[..., Any], args: Namespace) -> list[dict[str, Any]]:
+def batch_scored(
+    samples: list[dict[str, Any]], metrics: list[str], batch: Callable[..., Any], args: Namespace, config: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """The samples with their metric values replaced by what the task's batch step returns for them, as
-    lmms-eval's run does before aggregating (judging and execution happen there, once per task)."""
+    lmms-eval's run does before aggregating (judging and execution happen there, once per task); a batch
+    step that declares `config` gets the task config, as from the patched lmms-eval (patch 0006)."""
     documents = [{m: s[m] for m in metrics if m in s} for s in samples]
-    scored = batch(documents, args=args)
+    kwargs: dict[str, Any] = {"args": args}
+    if "config" in inspect.signature(batch).parameters:
+        kwargs["config"] = config
+    scored = batch(documents, **kwargs)
     if not isinstance(scored, list) or len(scored) != len(documents):
         raise RescoreError(f"process_results_batch returned {type(scored).__name__} instead of one dict per sample")
     return [{**sample, **result} for sample, result in zip(samples, scored)]
 
 
-def task_filter(task: str, root: str) -> str:
-    """The filter name lmms-eval reports the task's metrics under: its only `filter_list` entry (e.g. `n6`
-    for HumanEval-V pass@3), else "none"."""
-    try:
-        filters = task_config(task, root).get("filter_list")
-    except KeyError:
-        return "none"
+def task_filter(config: Mapping[str, Any]) -> str:
+    """The filter name lmms-eval reports the task's metrics under: the only `filter_list` entry of its
+    config (e.g. `n6` for HumanEval-V pass@3), else "none"."""
+    filters = config.get("filter_list")
     names = [f.get("name") for f in filters or [] if isinstance(f, dict)]
     return str(names[0]) if len(names) == 1 and names[0] else "none"
 
@@ -188,11 +195,11 @@ def task_filter(task: str, root: str) -> str:
 def scoring_refusal(task: str, root: str | None = None) -> str | None:
     """Why a task's saved outputs must not be scored here (one line), or None: the answer of the
     `scoring_refusal(task)` hook that the task's benchmark library declares in its `hooks.py`, if it
-    declares one (HumanEval-V: executing code needs the opt-in). The benchmark is the folder holding the
-    task's YAML, not a part of its name."""
+    declares one (HumanEval-V: executing code needs the opt-in), given the task's metadata. The benchmark is
+    the folder holding the task's YAML, not a part of its name."""
     benchmark = benchmark_of(task, root)
     hook = getattr(importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks"), "scoring_refusal", None) if benchmark else None
-    return hook(task) if hook is not None else None
+    return hook(task, task_metadata(task, root)) if hook is not None else None
 
 
 def resolve_aggregation(entry: dict[str, Any]) -> Callable[..., Any]:
@@ -217,36 +224,14 @@ def metric_values(samples: list[dict[str, Any]], metric: str, path: Path | str) 
     return [s[metric] for s in samples]
 
 
-@contextlib.contextmanager
-def scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
-    """`values` set in os.environ for the block, each variable restored (or removed) afterwards."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
-def judge_overrides(options: dict[str, Any]) -> Iterator[None]:
-    """CLI judge settings as LMMS_TASKS_JUDGE_* for the run, and above a task YAML's `metadata.judge`."""
-    given = {key: value for key, value in options.items() if value is not None}
-    variables = {judge.ENV_PREFIX + JUDGE_OPTIONS[key][1]: str(value) for key, value in given.items()}
-    with scoped_environ(variables), judge.overrides(**{JUDGE_OPTIONS[key][0]: value for key, value in given.items()}):
-        yield
-
-
-@contextlib.contextmanager
-def judge_settings(recorded: Mapping[str, Any], options: dict[str, Any]) -> Iterator[None]:
-    """The judge `score` uses, lowest first (`PRECEDENCE`): the benchmark's built-in default < LMMS_TASKS_JUDGE_*
-    < the task YAML's metadata.judge < the judge recorded with the run < the --judge-* options."""
-    with judge.overrides(**recorded), judge_overrides(options):
-        yield
+def judge_handed(recorded: Mapping[str, Any], options: Mapping[str, Any], replies: judge.RecordedReplies | None = None) -> judge.Handed:
+    """What `score` hands the task's batch step besides its YAML, in its config's metadata: the judge
+    recorded with the run and the --judge-* options (`PRECEDENCE`, lowest first: the benchmark's built-in
+    default < LMMS_TASKS_JUDGE_* < the task YAML's metadata.judge < the judge recorded with the run < the
+    --judge-* options), recorded replies (`score --from-official`), and the preflight before the first
+    request sent (a re-score has no loader to run it)."""
+    given = {JUDGE_OPTIONS[key]: value for key, value in options.items() if value is not None}
+    return judge.Handed(recorded=dict(recorded), options=given, replies=replies, check_first=True)
 
 
 PRECEDENCE = ("built-in", "environment", "yaml", "recorded", "options")
@@ -381,13 +366,17 @@ def aggregate(
     filter_name: str | None = None,
     n_expected: int | None = None,
     n_expected_from: str = "",
+    handed: judge.Handed | None = None,
 ) -> dict[str, Any]:
-    """Run every metric aggregation of the task (its YAML's `metric_list`) on per-sample values shaped as
-    lmms-eval's samples file holds them (`{metric: process_results value}` per document); errors per metric.
-    The same for a saved samples file and for official prediction files (`score --from-official`)."""
+    """Run the task's batch step and every metric aggregation of the task (its YAML's `metric_list`) on
+    per-sample values shaped as lmms-eval's samples file holds them (`{metric: process_results value}` per
+    document); errors per metric. The same for a saved samples file and for official prediction files
+    (`score --from-official`). The batch step gets the task's config with `handed` (the judge settings and
+    recorded replies of the command: `judge_handed`) added to its metadata."""
     root = root or tasks_path()
-    metric_list, batch, score_key = load_scoring(task, root)
-    filter_name = filter_name or task_filter(task, root)
+    metric_list, batch, score_key, config = load_scoring(task, root)
+    filter_name = filter_name or task_filter(config)
+    config["metadata"] = judge.hand(config.get("metadata") if isinstance(config.get("metadata"), dict) else {}, handed or judge.Handed(check_first=True))
     faults_before = len(run_status.faults(task))
     args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
@@ -395,7 +384,7 @@ def aggregate(
     errors: dict[str, str] = {}
     if batch is not None:
         try:
-            samples = batch_scored(samples, [e["metric"] for e in metric_list], batch, args)
+            samples = batch_scored(samples, [e["metric"] for e in metric_list], batch, args, config)
         except (judge.JudgeUnavailable, judge.JudgeConfigError):
             raise  # the judge is unusable as configured: the whole file is refused, nothing written
         except Exception as exc:  # noqa: BLE001 - reported for every metric (none can be computed)
@@ -439,6 +428,7 @@ def rescore(
     filter_name: str | None = None,
     allow_partial: bool = False,
     samples: list[dict[str, Any]] | None = None,
+    handed: judge.Handed | None = None,
 ) -> dict[str, Any]:
     """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric.
 
@@ -450,7 +440,7 @@ def rescore(
     refusal = scoring_refusal(task, root)  # the refusals come first: they need no lmms-eval import
     if refusal:
         raise RescoreError(refusal)
-    expected, expected_from = expected_samples(task, samples_path, root)
+    expected, expected_from = expected_samples(task, samples_path, root, handed)
     if expected is None:
         logger.warning(f"{samples_path}: cannot check that the file is complete: {expected_from}")
     elif len(samples) < expected and not allow_partial:
@@ -467,6 +457,7 @@ def rescore(
         filter_name=filter_name,
         n_expected=expected,
         n_expected_from=expected_from,
+        handed=handed,
     )
 
 
@@ -538,13 +529,13 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
         samples = read_samples(samples_path)
         task = args.task or infer_task(samples_path, samples)
         recorded = None if args.ignore_run_judge else run_judge(samples_path, task)
-        with judge_settings(recorded[0] if recorded else {}, judge_options), judge.preflight_before_judging():
-            if recorded:
-                shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
-                print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
-            report = rescore(
-                samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples
-            )
+        if recorded:
+            shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
+            print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
+        handed = judge_handed(recorded[0] if recorded else {}, judge_options)
+        report = rescore(
+            samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples, handed=handed
+        )
     except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE

@@ -5,7 +5,8 @@ items lmms-eval 0.7.3 hands to its CLT/clustered stderrs, stability metrics and 
 The patch adds `TaskConfig.process_results_batch`: on rank 0, after the gather and before any aggregation,
 lmms-eval calls `fn(results, args=...)` once per filter with every document's `process_results` dict and
 replaces the metric values (and the filter's logged samples) with what it returns; keys it adds that are
-not metrics go to the logged samples only. In k-samples mode the per-response results are scored too, one
+not metrics go to the logged samples only. A fn that declares a `config` parameter also gets the task's
+config (`config=task.config`: its metadata and the rest of the YAML, as the task was built). In k-samples mode the per-response results are scored too, one
 call per response index j (`repeat=j` when fn declares it).
 
 The shim (the TaskConfig field comes from the `task_config` shim):
@@ -45,10 +46,15 @@ def batch_function(task: Any) -> Callable[..., Any] | None:
     return fn if callable(fn) else None
 
 
-def call(fn: Callable[..., Any], documents: list[dict[str, Any]], metrics: list[str], args: Any, task_name: str, repeat: int | None = None) -> list[dict[str, Any]]:
-    """`fn(documents, args=args[, repeat=repeat])`, checked as the patch checks it."""
+def call(
+    fn: Callable[..., Any], documents: list[dict[str, Any]], metrics: list[str], args: Any, config: Any, task_name: str, repeat: int | None = None
+) -> list[dict[str, Any]]:
+    """`fn(documents, args=args[, config=config][, repeat=repeat])`, checked as the patch checks it."""
+    parameters = inspect.signature(fn).parameters
     kwargs: dict[str, Any] = {"args": args}
-    if repeat is not None and "repeat" in inspect.signature(fn).parameters:
+    if "config" in parameters:
+        kwargs["config"] = config
+    if repeat is not None and "repeat" in parameters:
         kwargs["repeat"] = repeat
     scored = fn(documents, **kwargs)
     if not isinstance(scored, (list, tuple)) or len(scored) != len(documents):
@@ -68,6 +74,7 @@ def apply(output: Any) -> None:
     if fn is None:
         return
     args = getattr(output.task, "args", None)
+    config = getattr(output.task, "config", None)
     warned = False
     for filter_key in dict.fromkeys(f for _, f in output.sample_metrics):
         metrics = [m for m, f in output.sample_metrics if f == filter_key]
@@ -75,7 +82,7 @@ def apply(output: Any) -> None:
         if len({len(c) for c in columns}) != 1:
             logger.warning(f"{output.task_name}: process_results_batch not applied to filter {filter_key}: its documents returned different metric keys")
             continue
-        scored = call(fn, [dict(zip(metrics, values)) for values in zip(*columns)], metrics, args, output.task_name)
+        scored = call(fn, [dict(zip(metrics, values)) for values in zip(*columns)], metrics, args, config, output.task_name)
         for metric in metrics:
             output.sample_metrics[(metric, filter_key)] = [result[metric] for result in scored]
         logged = [sample for sample, tag in zip(output.logged_samples, tags) if tag == filter_key]
@@ -88,10 +95,10 @@ def apply(output: Any) -> None:
         elif not warned:
             warned = True
             logger.warning(f"{output.task_name}: the logged samples of filter {filter_key} do not line up with its documents; the batch scores are not written to the samples file")
-    _apply_per_response(output, fn, args)
+    _apply_per_response(output, fn, args, config)
 
 
-def _apply_per_response(output: Any, fn: Callable[..., Any], args: Any) -> None:
+def _apply_per_response(output: Any, fn: Callable[..., Any], args: Any, config: Any) -> None:
     for filter_key in dict.fromkeys(f for _, f in output.per_sample_metrics):
         metrics = [m for m, f in output.per_sample_metrics if f == filter_key]
         columns = [output.per_sample_metrics[(m, filter_key)] for m in metrics]
@@ -102,7 +109,7 @@ def _apply_per_response(output: Any, fn: Callable[..., Any], args: Any) -> None:
         for repeat in range(max(counts, default=0)):
             positions = [i for i, count in enumerate(counts) if count > repeat]
             documents = [{m: column[i][repeat] for m, column in zip(metrics, columns)} for i in positions]
-            scored = call(fn, documents, metrics, args, output.task_name, repeat=repeat)
+            scored = call(fn, documents, metrics, args, config, output.task_name, repeat=repeat)
             for i, result in zip(positions, scored):
                 for metric, column in zip(metrics, columns):
                     column[i][repeat] = result[metric]

@@ -36,11 +36,12 @@ FIELDS = [
 STAMPED_COLUMNS = ("hv_task", "hv_variant", "question_used", "checklist_text")
 
 
-def load_split() -> datasets.Dataset:
-    """The raw public split, from `HAERAE_VISION_DATA` when set, else the pinned HF revision; every item is
-    checked (ids unique, questions and checklist present, one or more readable images) before any request."""
-    dataset = load_parquet_split(SOURCE, SPLIT)
-    check_split(SOURCE, SPLIT, dataset, FIELDS, id_field="question_idx", image_fields={"images": True})
+def load_split(source: DataSource = SOURCE) -> datasets.Dataset:
+    """The raw public split of `source` (default: `HAERAE_VISION_DATA` when set, else the pinned HF revision);
+    every item is checked (ids unique, questions and checklist present, one or more readable images) before
+    any request."""
+    dataset = load_parquet_split(source, SPLIT)
+    check_split(source, SPLIT, dataset, FIELDS, id_field="question_idx", image_fields={"images": True})
     return dataset
 
 

@@ -1,9 +1,9 @@
 """lmms-eval hooks for the two HAERAE-Vision tasks and their group (the task folder's `utils.py` re-exports
 the ones its YAMLs name; the metric template in yaml_templates/ names the aggregations here directly).
 
-Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings and the data before any model
-request; `process_results` only cleans the response (`metrics.process_results`); the batch step
-(`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes into
+Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings (from the metadata lmms-eval
+passes it) and the data before any model request; `process_results` only cleans the response
+(`metrics.process_results`); the batch step (`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes into
 the items what the aggregations need (verdict, official value, category mean: `metrics.batch_fields`); the
 aggregations (`agg_<metric>`) read those fields. Group `haerae_vision` reports group-only metrics from the
 subtasks' results (`group_metric` entries, each aggregation receiving the subtask name of every value): the
@@ -20,7 +20,7 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
-from lmms_tasks.utils.services.data import task_loader
+from lmms_tasks.utils.services.data import metadata_of, task_loader
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
@@ -39,8 +39,8 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     if task_name(variant) != task:
         raise ValueError(f"not a HAERAE-Vision task: {task!r}")
 
-    def build() -> datasets.Dataset:
-        config = metrics.judge_config(task)
+    def build(metadata: dict[str, Any]) -> datasets.Dataset:
+        config = metrics.judge_config(task, metadata)
         max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         warn_about_model_args(task)
         docs = data.load_docs(variant)
@@ -107,9 +107,10 @@ def agg_item_scores(items: list[Item]) -> dict[str, float]:
 SCORE = "haerae_vision_score"
 
 
-def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict[str, Any]]:
     """The tasks' `process_results_batch`, the one place where the task is judged and its numbers computed (one
-    batch per task): every metric's item of each document gets the item's verdict (`services.verdicts`) and,
+    batch per task), by the judge its config names (`config.metadata`: the YAML's `judge:` and what a command
+    handed over): every metric's item of each document gets the item's verdict (`services.verdicts`) and,
     for a judged item, its official value (`item_score`) and its category's mean (`category_score`), which
     the aggregations read (`metrics.batch_fields`); every judged item's score (0-1; a reply without a usable
     score is 0) also goes into its `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT
@@ -126,7 +127,7 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     output_dir = getattr(args, "output_path", None)
     if repeat is not None and output_dir:
         output_dir = str(Path(output_dir) / "repeats" / str(repeat))
-    scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None)
+    scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None, metadata=metadata_of(config))
     fields = metrics.batch_fields(scored, verdicts) if repeat is None else {}
     for result in results:
         qid = str(result[SCORE]["question_idx"]) if SCORE in result else None

@@ -165,31 +165,34 @@ def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
     return requests
 
 
-def judge_config(task: str) -> Any:
-    """The task's judge settings (official defaults < LMMS_TASKS_JUDGE_* < YAML metadata.judge).
+def judge_config(task: str, metadata: Mapping[str, Any] | None) -> Any:
+    """The task's judge settings from the metadata it was handed (official defaults < LMMS_TASKS_JUDGE_* <
+    YAML metadata.judge < what a command handed over: `services.judge.JudgeConfig.for_task`).
 
     Also called by the task's data loader, so a malformed setting stops the run before any inference.
     """
     from lmms_tasks.utils.services.judge import JudgeConfig
 
-    return JudgeConfig.resolve(task=task, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
+    return JudgeConfig.for_task(task, metadata, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
 
 
-def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir: str | None = None, check: bool = True) -> tuple[ScoredTask, dict[str, dict[str, Any]]]:
+def scored_task(
+    items: Iterable[Mapping[str, Any]], args: Any = None, output_dir: str | None = None, check: bool = True, metadata: Mapping[str, Any] | None = None
+) -> tuple[ScoredTask, dict[str, dict[str, Any]]]:
     """Judge the task's items (one cached batch; the batch step calls this once per task) and return their
     official scores and each item's verdict fields (by question_idx).
 
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`
     (the per-category means are in the results: `category_scores`). `output_dir` overrides the run's output path
     (k-samples responses are judged into their own folder); `check`: warn (exit status 3) when most replies
-    have no usable score (`services.verdicts.check_unparsed`)."""
+    have no usable score (`services.verdicts.check_unparsed`); `metadata`: the task config's (its judge)."""
     from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
 
     checked = _validated(items)
     if not checked:
         raise ItemError("HAERAE-Vision aggregation received no items")
     task, variant = checked[0]["task"], checked[0]["variant"]
-    config = judge_config(task)
+    config = judge_config(task, metadata)
     batch = judge_batch(
         task=task,
         requests=_judge_requests(checked),
@@ -197,6 +200,7 @@ def scored_task(items: Iterable[Mapping[str, Any]], args: Any = None, output_dir
         config=config,
         output_dir=output_dir or getattr(args, "output_path", None),
         prompt_sha256=template_sha256(),
+        metadata=metadata,
     )
     scores = {item["question_idx"]: batch.outcomes[item["question_idx"]].parsed for item in checked}
     categories = {item["question_idx"]: item["category"] for item in checked}

@@ -29,13 +29,12 @@ from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_ref
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
-from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, task_loader
+from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, metadata_of, task_loader
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.services.taskconfig import task_metadata
 
 SOURCE = DataSource("humaneval_v", "HumanEval-V/HumanEval-V-Benchmark", "8a3465c8cdcd25f65b3e13651e21cef9406e1799", "HUMANEVAL_V_DATA", "HUMANEVAL_V_REVISION")
 # What the scorer needs of each row (spec 2.2); the diagram is checked as an image (header and completeness).
@@ -64,18 +63,20 @@ def k_of(task: str) -> int:
     return 3 if task.endswith("_pass3") else 1
 
 
-def scoring_refusal(task: str) -> str | None:
+def scoring_refusal(task: str, metadata: dict[str, Any] | None = None) -> str | None:
     """Why scoring `task`'s saved outputs must be refused (one line), or None: every setting executes
-    code, except V2T without the strong coder (descriptions only)."""
-    if setting_of(task) == "v2t" and not strong_coder_enabled(task_metadata(task)):
+    code, except V2T without the strong coder (descriptions only; `metadata`: the task's, as the command
+    loaded it)."""
+    if setting_of(task) == "v2t" and not strong_coder_enabled(metadata):
         return None
     return None if execution_allowed() else opt_in_refusal(task)
 
 
-def load_documents() -> datasets.Dataset:
-    """The test split, every row checked (ids unique, fields typed, diagrams readable) before any request."""
-    dataset = load_parquet_split(SOURCE, "test")
-    check_split(SOURCE, "test", dataset, FIELDS, id_field="qid", image_fields={"diagram": False})
+def load_documents(source: DataSource = SOURCE) -> datasets.Dataset:
+    """The test split of `source` (default: as the environment names it), every row checked (ids unique,
+    fields typed, diagrams readable) before any request."""
+    dataset = load_parquet_split(source, "test")
+    check_split(source, "test", dataset, FIELDS, id_field="qid", image_fields={"diagram": False})
     guarded = [q for q, t in zip(dataset["qid"], dataset["test_script"]) if "__name__" in t]
     if guarded:  # quirk H7: under exec(program, {}) such a guard skips the tests, which then "pass"
         logger.warning(f"HumanEval-V test scripts mention __name__ (a __main__ guard skips the tests officially): {guarded[:20]}")
@@ -94,14 +95,13 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     if setting == v1.SETTING:
         return _v1_dataset_for(task)
 
-    def build() -> datasets.Dataset:
-        metadata = task_metadata(task)
+    def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
         warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
         dataset = load_documents()
         if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting():  # after the data check
-            announce(coder_config(task), task, role="strong coder")
+            announce(coder_config(task, metadata), task, role="strong coder")
         fingerprint = data_fingerprint(zip(dataset["qid"], dataset["function_signature"], dataset["test_script"]))
         stamp = {"hev_task": task, "hev_setting": setting, "hev_data": fingerprint}
         if setting != "t2c":
@@ -141,7 +141,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     """v1: the opt-in check, then the checked v1 rows, stamped (one document per task)."""
 
-    def build() -> datasets.Dataset:
+    def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if not inspecting():
             require_opt_in(task)
         warn_about_model_args(task, uses_images=True)
@@ -288,11 +288,12 @@ def agg_description_rate(items: list[dict[str, Any]]) -> float:
 # -- the batch step: every program executed once per task ------------------------------------------------
 
 
-def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict[str, Any]]:
     """The tasks' `process_results_batch`, the one place where programs run: the task's programs are executed
     as one batch (one set of execution records, one status entry per sandbox fault), and every metric's item
     of each document gets its programs' verdicts (`passed`, `gated`; V2T with the strong coder: the coder's
-    code for each description, `coder_passed`, `coder_gated`), from which the aggregations compute.
+    code for each description, `coder_passed`, `coder_gated`; on and configured by the task config's
+    metadata, `config.metadata`), from which the aggregations compute.
 
     Each task's (qid's) unbiased pass@k is computed here, once (`metrics.score_items`), and goes into the
     `pass@k` and `pass@k_unrounded` items (V2T with the strong coder: the `strong_coder_pass_at_k` ones, the
@@ -317,7 +318,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     items = [r[key] for r in results]
     if setting_of(task) == "v2t":
         if repeat is None:
-            coder = _strong_coder_scored(items, args)
+            coder = _strong_coder_scored(items, args, metadata_of(config))
             if coder is not None:
                 _annotate(results, lambda position: metrics.verdict_fields(coder, position, prefix=CODER))
                 _write_task_scores(results, key, items, coder, coder_metrics(task), prefix=CODER)
@@ -414,17 +415,18 @@ def _coder_pass_at(items: list[dict[str, Any]], rounded: bool) -> float | None:
     return metrics.pass_at_from(items, k, rounded=rounded, prefix=CODER)
 
 
-def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scored | None:
-    """Each description -> code by the coder model (greedy, n=1, H12), executed as one batch; None when off."""
+def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[str, Any]) -> metrics.Scored | None:
+    """Each description -> code by the coder model (greedy, n=1, H12), executed as one batch; None when off
+    (`metadata`: the task config's, which turns it on and names the coder)."""
     if not items:
         return None
     task = str(items[0]["task"])
-    if not strong_coder_enabled(task_metadata(task)):
+    if not strong_coder_enabled(metadata):
         return None
     from lmms_tasks.utils.services.judge import JudgeRequest, judge_batch
 
     coder_task = f"{task}_strong_coder"
-    config = coder_config(task)
+    config = coder_config(task, metadata)
     requests = [
         JudgeRequest(
             key=f"{item['qid']}#{index}",
@@ -442,6 +444,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
         config=config,
         output_dir=_output_dir(args),
         prompt_sha256=template_sha256("t2c"),
+        metadata=metadata,
     )
     code_items = []
     for item in items:  # the input order: the verdicts go back to these documents
@@ -451,11 +454,12 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any) -> metrics.Scor
     return metrics.score_items(code_items, _output_dir(args), k=_k_for(items))
 
 
-def coder_config(task: str) -> Any:
-    """The strong coder's settings (the judge client's configuration; official: gpt-4o, greedy)."""
+def coder_config(task: str, metadata: dict[str, Any] | None) -> Any:
+    """The strong coder's settings (the judge client's configuration; official: gpt-4o, greedy), from the
+    metadata the task was handed (`services.judge.JudgeConfig.for_task`)."""
     from lmms_tasks.utils.services.judge import JudgeConfig
 
-    return JudgeConfig.resolve(task=task, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
+    return JudgeConfig.for_task(task, metadata, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
 
 
 def _identity(text: str) -> str:

@@ -13,6 +13,7 @@ config's `metadata.data_source`, which lmms-eval writes to results.json under `c
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -77,14 +78,24 @@ def is_network_error(exc: BaseException) -> bool:
 PROVENANCE_KEY = "data_source"  # the task config's metadata key that records what was loaded
 
 
+def metadata_of(config: Any) -> dict[str, Any]:
+    """The `metadata` mapping of a task config as lmms-eval hands it (a `TaskConfig`, or the dict a command
+    loaded); {} when there is none."""
+    metadata = getattr(config, "metadata", None) if not isinstance(config, dict) else config.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
 def task_loader(
     task: str,
-    build: Callable[[], datasets.Dataset | list[dict[str, Any]]],
+    build: Callable[[dict[str, Any]], datasets.Dataset | list[dict[str, Any]]],
     split: str = "test",
     source: DataSource | None = None,
     source_split: str | None = None,
 ) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one task: `build()`'s documents as split `split`.
+    """The `custom_dataset` loader of one task: `build(metadata)`'s documents as split `split`, where
+    `metadata` is the task config's `metadata` mapping lmms-eval passes the loader (the YAML's, with
+    `include:` resolved): the task's settings (its judge, its options) come from there, never from a
+    re-read of the YAML.
 
     Any error while building or checking the documents becomes a `DataError` that names the task (exit
     status 1; lmms-eval does not retry it), except an error that already carries its `exit_status` (a
@@ -96,8 +107,9 @@ def task_loader(
     """
 
     def load(metadata: Any = None, **_: Any) -> datasets.DatasetDict:
+        settings = metadata if isinstance(metadata, dict) else {}
         try:
-            docs = build()
+            docs = build(settings)
             provenance = source.provenance(source_split) if source is not None else None
         except Exception as exc:  # noqa: BLE001 - every load error must name the task and stop the run
             if is_network_error(exc):
@@ -126,7 +138,9 @@ class DataSource:
     """A benchmark's data: the HF dataset repository, its built-in revision, the override variable (a local
     copy) and the revision variable (`<BENCH>_REVISION`, e.g. `HAERAE_VISION_REVISION`: a commit sha, tag or
     branch to load instead of the built-in one). `local_files` are the data files a local copy's provenance
-    hashes (globs under the copy's root); None: the split's parquet files."""
+    hashes (globs under the copy's root); None: the split's parquet files. `root_setting` / `revision_setting`
+    name a local copy or a revision explicitly, in place of the two variables (`named`: a command that must
+    load what a run recorded hands the loaders such a source; the environment is only read, never written)."""
 
     name: str
     repo_id: str
@@ -134,11 +148,17 @@ class DataSource:
     env_var: str
     revision_var: str
     local_files: tuple[str, ...] | None = None
+    root_setting: str | None = None
+    revision_setting: str | None = None
+
+    def named(self, root: str | None = None, revision: str | None = None) -> DataSource:
+        """This source with a local copy (`root`) or a revision named explicitly, over the variables."""
+        return dataclasses.replace(self, root_setting=root, revision_setting=revision)
 
     @property
     def revision(self) -> str:
-        """The revision to load: `<BENCH>_REVISION` when set, else the built-in one."""
-        return os.environ.get(self.revision_var, "").strip() or self.default_revision
+        """The revision to load: the one named explicitly, else `<BENCH>_REVISION` when set, else the built-in one."""
+        return (self.revision_setting or "").strip() or os.environ.get(self.revision_var, "").strip() or self.default_revision
 
     @property
     def pinned(self) -> bool:
@@ -146,8 +166,8 @@ class DataSource:
         return bool(COMMIT.fullmatch(self.revision))
 
     def local_root(self) -> Path | None:
-        """The directory named by the environment variable, or None when it is unset."""
-        value = os.environ.get(self.env_var, "").strip()
+        """The directory named explicitly (`root_setting`), else by the environment variable; None when neither."""
+        value = (self.root_setting or "").strip() or os.environ.get(self.env_var, "").strip()
         if not value:
             return None
         root = Path(value).expanduser().resolve()

@@ -9,9 +9,14 @@ resumed run repeats no finished call), one JSONL record per request next to the 
 logged to lmms-eval's usage block. Nothing here raises for judge-side errors: a request that still fails
 after the last retry gets `outcome.error` and is counted; the benchmark scores it by its official rule.
 
-Configuration, lowest to highest precedence: the benchmark's built-in default model and request params
-(`JudgeConfig.resolve(default_model=..., defaults=...)`) < environment variables `LMMS_TASKS_JUDGE_*` <
-the task YAML's `metadata: {judge: {...}}` < explicit overrides (`overrides`: a re-scoring command's `--judge-...` options).
+Configuration is an order of arguments, lowest to highest precedence (`JudgeConfig.resolve`): the
+benchmark's built-in default model and request params (`default_model`, `defaults`) < the environment
+variables `LMMS_TASKS_JUDGE_*` (`env`, read, never written) < the task YAML's `metadata: {judge: {...}}`
+(`yaml`) < the judge recorded with the run (`recorded`: `score`) < the command's `--judge-*` options
+(`options`). A hook gets them from the task's metadata (`JudgeConfig.for_task`): lmms-eval hands the
+metadata to the task's loader and the task config to its batch step, and a command puts what it adds
+(the recorded judge, its options, recorded replies: `handed`) into the config it hands over. Nothing here
+reads a task YAML, writes the environment or keeps a setting in a module global.
 Nothing touches the network at import time; the client is created on the first request.
 """
 
@@ -26,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +68,11 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 _SECRET_YAML_KEYS = ("api_key",)  # never read secrets from a task YAML; name the variable with api_key_env
 
-_override_lock = threading.Lock()
-_overrides: dict[str, Any] = {}
+# The task metadata keys a hook reads its judge from: the YAML's own `judge:` mapping, and what a command
+# adds to the config it hands over (`handed`): the judge recorded with the run, the `--judge-*` options,
+# recorded replies (`RecordedReplies`) and whether to run the preflight before the first request sent.
+YAML_KEY = "judge"
+HANDED_KEY = "lmms_tasks_handed"
 
 
 class JudgeConfigError(ValueError):
@@ -91,6 +99,25 @@ class JudgeConfig:
     key_source: str = ""  # where api_key came from: a variable's name, or why there is none (never the key)
 
     @classmethod
+    def for_task(
+        cls,
+        task: str,
+        metadata: Mapping[str, Any] | None,
+        default_model: str = "gpt-4o",
+        defaults: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> JudgeConfig:
+        """The judge of a task from the metadata it was handed (the loader's `metadata`, the batch step's
+        `config.metadata`): its YAML `judge:` mapping and what a command added (`handed`)."""
+        metadata = metadata or {}
+        yaml_judge = metadata.get(YAML_KEY)
+        if yaml_judge is not None and not isinstance(yaml_judge, Mapping):
+            raise JudgeConfigError(f"metadata.judge of task {task!r} must be a mapping, got {type(yaml_judge).__name__}")
+        given = handed_to(metadata)
+        return cls.resolve(task, default_model, defaults, env=env, yaml=yaml_judge, recorded=given.recorded, options=given.options)
+
+    @classmethod
     def resolve(
         cls,
         task: str | None = None,
@@ -98,9 +125,14 @@ class JudgeConfig:
         defaults: Mapping[str, Any] | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        root: str | None = None,
+        yaml: Mapping[str, Any] | None = None,
+        recorded: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> JudgeConfig:
-        """Merge built-in defaults < LMMS_TASKS_JUDGE_* < task YAML `metadata.judge` < explicit overrides."""
+        """The arguments in precedence order, lowest first: the built-in `default_model` and `defaults` <
+        `env` (LMMS_TASKS_JUDGE_*; default os.environ, only read) < `yaml` (the task's `metadata.judge`) <
+        `recorded` (the judge recorded with the run) < `options` (the command's `--judge-*` options);
+        `task` only names the task in error messages."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {"model": default_model}
         params: dict[str, Any] = dict(defaults or {})
@@ -114,8 +146,7 @@ class JudgeConfig:
                     raise JudgeConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a valid {name}: {exc}") from exc
                 if name == "api_key":
                     key_source = ENV_PREFIX + suffix
-        yaml_judge = _yaml_judge_settings(task, root) if task else {}
-        for key, value in yaml_judge.items():
+        for key, value in (yaml or {}).items():
             where = f"metadata.judge.{key} of task {task!r}"
             if key in _SECRET_YAML_KEYS:
                 raise JudgeConfigError(f"{where}: do not put secrets in a task YAML; use api_key_env or {ENV_PREFIX}API_KEY")
@@ -134,8 +165,12 @@ class JudgeConfig:
                     raise JudgeConfigError(f"{where}={value!r} is invalid: {exc}") from exc
             else:
                 raise JudgeConfigError(f"{where} is not a judge setting (known: {sorted([*_FIELDS, 'api_key_env', 'params'])})")
-        with _override_lock:
-            forced = dict(_overrides)
+        forced = {}
+        for layer, where in ((recorded, "recorded judge"), (options, "--judge-* options")):
+            unknown = set(layer or {}) - set(_FIELDS) - {"params"}
+            if unknown:
+                raise JudgeConfigError(f"unknown judge settings in the {where}: {sorted(unknown)}")
+            forced.update({k: v for k, v in (layer or {}).items() if v is not None})
         params.update(forced.pop("params", {}) or {})
         if forced.get("api_key"):
             key_source = "the --judge-* options"
@@ -184,7 +219,6 @@ _announce_lock = threading.Lock()
 PREFLIGHT_HEADER = "X-Lmms-Tasks-Preflight"  # marks the preflight request (the stand-in server counts it apart)
 PREFLIGHT_TIMEOUT = 30.0  # seconds at most for the preflight request (the judge's own timeout if shorter)
 _preflights: dict[tuple[Any, ...], str | None] = {}
-_preflight_on_send = threading.Event()
 
 
 class JudgeUnavailable(RuntimeError):
@@ -292,18 +326,6 @@ def check_judge(config: JudgeConfig, role: str = "judge") -> None:
             raise JudgeUnavailable(problem)
 
 
-@contextlib.contextmanager
-def preflight_before_judging() -> Iterator[None]:
-    """For the duration, `judge_batch` checks the judge (`check_judge`) before sending its first request
-    and raises `JudgeUnavailable` instead of failing every request (re-scoring from a samples file; in a
-    run the task's loader has checked it before any model request)."""
-    _preflight_on_send.set()
-    try:
-        yield
-    finally:
-        _preflight_on_send.clear()
-
-
 def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
     """Before any model request: say which judge will score `task` and check that it takes requests
     (`check_judge`: raises `JudgeUnavailable`, which stops the run). With the preflight off
@@ -333,32 +355,6 @@ def _is_azure(values: Mapping[str, Any]) -> bool:
     return bool(values.get("api_version")) or urlparse(url).netloc.endswith((".openai.azure.com", ".cognitiveservices.azure.com"))
 
 
-def _yaml_judge_settings(task: str, root: str | None) -> dict[str, Any]:
-    from lmms_tasks.utils.services.taskconfig import task_metadata
-
-    judge = task_metadata(task, root).get("judge") or {}
-    if not isinstance(judge, Mapping):
-        raise JudgeConfigError(f"metadata.judge of task {task!r} must be a mapping, got {type(judge).__name__}")
-    return dict(judge)
-
-
-@contextlib.contextmanager
-def overrides(**settings: Any) -> Iterator[None]:
-    """Highest-precedence settings for the duration (a re-scoring command's `--judge-...` options)."""
-    unknown = set(settings) - set(_FIELDS) - {"params"}
-    if unknown:
-        raise JudgeConfigError(f"unknown judge overrides: {sorted(unknown)}")
-    with _override_lock:
-        saved = dict(_overrides)
-        _overrides.update({k: v for k, v in settings.items() if v is not None})
-    try:
-        yield
-    finally:
-        with _override_lock:
-            _overrides.clear()
-            _overrides.update(saved)
-
-
 @dataclass(frozen=True)
 class RecordedReplies:
     """Judge replies recorded elsewhere (e.g. the judge column of an official score file), by request key;
@@ -369,26 +365,28 @@ class RecordedReplies:
     model: str = "recorded"
 
 
-_replays_lock = threading.Lock()
-_replays: dict[str, RecordedReplies] = {}
+@dataclass(frozen=True)
+class Handed:
+    """What a command adds to the task config it hands the hooks (under `metadata[HANDED_KEY]`): the judge
+    recorded with the run and the `--judge-*` options (each a mapping of judge settings, above the YAML's),
+    judge replies recorded elsewhere (`replies`: nothing is sent) and `check_first` (run the preflight
+    before the first request that is not answered from the cache: a re-score has no loader to run it)."""
+
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    replies: RecordedReplies | None = None
+    check_first: bool = False
 
 
-@contextlib.contextmanager
-def replaying(task: str, recorded: RecordedReplies) -> Iterator[None]:
-    """For the duration, `judge_batch(task, ...)` takes each request's reply from `recorded` and sends
-    nothing: no client is created and no request leaves the process. A request whose key has no recorded
-    reply fails (counted as a judge failure), as a transport failure would."""
-    with _replays_lock:
-        saved = _replays.get(task)
-        _replays[task] = recorded
-    try:
-        yield
-    finally:
-        with _replays_lock:
-            if saved is None:
-                _replays.pop(task, None)
-            else:
-                _replays[task] = saved
+def handed_to(metadata: Mapping[str, Any] | None) -> Handed:
+    """What a command handed the task in its metadata (`Handed()` in a run: lmms-eval hands only the YAML's)."""
+    found = (metadata or {}).get(HANDED_KEY)
+    return found if isinstance(found, Handed) else Handed()
+
+
+def hand(metadata: Mapping[str, Any] | None, handed: Handed) -> dict[str, Any]:
+    """A copy of a task's metadata with `handed` added: what a command puts into the config it hands over."""
+    return {**(metadata or {}), HANDED_KEY: handed}
 
 
 def public_url(url: str | None) -> str | None:
@@ -651,15 +649,20 @@ def judge_batch(
     config: JudgeConfig | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     prompt_sha256: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> JudgeBatch:
-    """Judge every request once (cache first), concurrently; never raises for judge-side errors."""
+    """Judge every request once (cache first), concurrently; never raises for judge-side errors.
+
+    `metadata`: the task's (from its config), for what a command handed over (`Handed`): recorded replies
+    (nothing is sent: each request takes its reply by key, a missing one fails the request) and the
+    preflight before the first request sent."""
     keys = [str(r.key) for r in requests]
     if len(set(keys)) != len(keys):
         duplicates = sorted({k for k in keys if keys.count(k) > 1})[:5]
         raise ValueError(f"judge_batch({task!r}): request keys must be unique; duplicated: {duplicates}")
-    config = config or JudgeConfig.resolve(task=task)
-    with _replays_lock:
-        replay = _replays.get(task)
+    given = handed_to(metadata)
+    config = config or JudgeConfig.for_task(task, metadata)
+    replay = given.replies
     payloads = {str(r.key): request_payload(config, r) for r in requests}
     memo_key = content_key(
         {
@@ -729,7 +732,7 @@ def judge_batch(
             outcome.usage = dict(entry.get("usage") or {})
             outcome.error = None
 
-    if pending and _preflight_on_send.is_set():
+    if pending and given.check_first:
         check_judge(config)
     if pending:
         with contextlib.suppress(Exception):  # build the client before the pool; a failure is reported per request
@@ -923,6 +926,7 @@ __all__ = [
     "JudgeOutcome",
     "JudgeRequest",
     "JudgeUnavailable",
+    "Handed",
     "RecordedReplies",
     "add_to_summary",
     "cache_key",
@@ -931,11 +935,10 @@ __all__ = [
     "get_client",
     "judge_batch",
     "judge_summary_metric",
-    "overrides",
-    "preflight_before_judging",
+    "hand",
+    "handed_to",
     "preflight_problem",
     "public_url",
     "records_dir",
-    "replaying",
     "request_payload",
 ]

@@ -1,8 +1,9 @@
-"""Read a task's YAML configuration by task name.
+"""Read a task's YAML configuration by task name, for the commands (listing tasks, `score` finding a task's
+folder and metadata), with `include:` templates resolved and `!function` tags left unexecuted.
 
-lmms-eval passes no task configuration to `process_results` or to aggregation functions, so the
-per-task knobs we keep under `metadata:` (judge overrides, execution settings) are read here from the
-task's YAML in our include root, with `include:` templates resolved and `!function` tags left unexecuted.
+No hook reads it: lmms-eval hands a task's loader its `metadata` and its batch step its config, so the
+knobs we keep under `metadata:` (the judge, execution settings) arrive as arguments
+(`tests/foundation/test_config_flow.py`).
 """
 
 from __future__ import annotations

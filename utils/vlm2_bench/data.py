@@ -34,15 +34,16 @@ VIDEO_JSONL_CANDIDATES = ("jsonl/pc/vallina/pc_v_open-ended.jsonl", "jsonl/pc/va
 DEFAULT_IMAGE_LEN = 2  # official counting scorer's fallback when a q_id has neither field
 
 
-def dataset_root() -> Path:
-    """The release root (holding `jsonl/` and `data/`); tolerates the early uploads' extra top folder."""
-    root = release_root(SOURCE, CACHE_NAME)
+def dataset_root(source: DataSource = SOURCE) -> Path:
+    """The release root (holding `jsonl/` and `data/`) of `source` (default: the benchmark's, as the
+    environment names it); tolerates the early uploads' extra top folder."""
+    root = release_root(source, CACHE_NAME)
     if (root / "jsonl").is_dir():
         return root
     nested = [child for child in root.iterdir() if child.is_dir() and (child / "jsonl").is_dir()] if root.is_dir() else []
     if len(nested) == 1:
         return nested[0]
-    raise DataError(f"{SOURCE.describe()}: no jsonl/ directory under {root} (expected the VLM2-Bench release layout)")
+    raise DataError(f"{source.describe()}: no jsonl/ directory under {root} (expected the VLM2-Bench release layout)")
 
 
 def question_file(root: Path, subtask: str) -> Path:

@@ -26,7 +26,7 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.services.data import task_loader
+from lmms_tasks.utils.services.data import metadata_of, task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
@@ -76,15 +76,15 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     if subtask not in SUBTASKS:
         raise ValueError(f"not a VLM2-Bench task: {task!r}")
 
-    def build() -> list[dict[str, Any]]:
+    def build(metadata: dict[str, Any]) -> list[dict[str, Any]]:
         warn_about_model_args(task)
         if subtask == "pc_vid" and not inspecting():
             max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         docs = load_docs(subtask)
         if subtask == "pc_vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
-            from lmms_tasks.utils.services.judge import JudgeConfig, announce
+            from lmms_tasks.utils.services.judge import announce
 
-            announce(JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS), task)
+            announce(judge_config(task, metadata), task)
         return docs
 
     return task_loader(task, build, source=SOURCE)
@@ -282,19 +282,30 @@ def judge_requests(items: Iterable[Item]) -> list[Any]:
     return requests
 
 
-def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = None, check: bool = True) -> dict[int, dict[str, Any]]:
+def judge_config(task: str, metadata: Mapping[str, Any] | None) -> Any:
+    """PC-VID's judge from the metadata the task was handed (the official gpt-4o < LMMS_TASKS_JUDGE_* < the
+    YAML's metadata.judge < what a command handed over: `services.judge.JudgeConfig.for_task`)."""
+    from lmms_tasks.utils.services.judge import JudgeConfig
+
+    return JudgeConfig.for_task(task, metadata, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS)
+
+
+def judge_vid(
+    items: Sequence[Item], args: Any = None, output_dir: str | None = None, check: bool = True, metadata: Mapping[str, Any] | None = None
+) -> dict[int, dict[str, Any]]:
     """Judge every PC-VID answer as one batch (the batch step calls this once per task) and return each
     document's verdict fields (`services.verdicts`) by doc_index.
 
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`.
     `output_dir` overrides the run's output path (k-samples responses are judged into their own folder).
     `check`: warn, and exit 3, when most replies have no usable score (`verdicts.check_unparsed`), and warn
-    when a question type has no judged video (its official percentage is then the constant 0)."""
-    from lmms_tasks.utils.services.judge import JudgeConfig, add_to_summary, judge_batch, judge_summary_metric
+    when a question type has no judged video (its official percentage is then the constant 0). `metadata`:
+    the task config's (its judge)."""
+    from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
 
     items = list(items)
     task = str(items[0]["task"]) if items else "vlm2_bench_pc_vid"
-    config = JudgeConfig.resolve(task=task, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS)
+    config = judge_config(task, metadata)
     batch = judge_batch(
         task=task,
         requests=judge_requests(items),
@@ -302,6 +313,7 @@ def judge_vid(items: Sequence[Item], args: Any = None, output_dir: str | None = 
         config=config,
         output_dir=output_dir or getattr(args, "output_path", None),
         prompt_sha256=judge_prompt_sha256(),
+        metadata=metadata,
     )
     if "judge_info" not in batch.summary:
         add_to_summary(batch, {"judge_info": judge_summary_metric(batch)})
@@ -495,9 +507,9 @@ def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
     return None if repeat is None or not base else str(Path(base) / "repeats" / str(repeat))
 
 
-def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None) -> list[dict[str, Any]]:
+def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict[str, Any]]:
     """The task's `process_results_batch`. PC-VID: the one place where the answers are judged (one batch per
-    task); every metric's item of each document gets the judge's verdict (`services.verdicts`), from which
+    task, by the judge the task config names: `config.metadata`); every metric's item of each document gets the judge's verdict (`services.verdicts`), from which
     the aggregations compute. Every metric with a standard error (`UNIT_SCORES`): each unit's score goes
     into that metric's item of the document that stands for it (a pair's first question, a counting answer,
     every grouping question, every judged video), as `vlm2_score` (the task's `score_key`: on the metric's
@@ -512,7 +524,7 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     if not items:
         return results
     if _subtask_of(items) is not None and SUBTASKS[_subtask_of(items)][1] == "vid":
-        verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat), check=repeat is None)
+        verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat), check=repeat is None, metadata=metadata_of(config))
         if repeat is None:  # every metric aggregates its own items: each carries the verdict
             for result in results:
                 for metric, value in result.items():

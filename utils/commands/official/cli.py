@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,25 +87,23 @@ def _score_one(bench: str, module: Any, path: Path, args: argparse.Namespace, ju
             setting = humaneval_v.detect_file(path, args.setting)
             if setting != "V2T" and not execution_allowed():  # descriptions only: nothing to execute
                 raise OfficialFormatError(opt_in_refusal(str(path)))
-        with scoring.judge_overrides(judge_options), judge.preflight_before_judging():
-            imported = _read(bench, module, path, args)
-            output_dir = args.output_dir or path.parent
-            out_path = output_dir / f"{path.stem}.{imported.task}.rescored.json"
-            counter = 1
-            while out_path in written:  # two inputs with the same name and task in one output directory
-                counter += 1
-                out_path = output_dir / f"{path.stem}.{imported.task}.{counter}.rescored.json"
-            written.add(out_path)
-            replay = judge.replaying(imported.task, imported.replay) if imported.replay else contextlib.nullcontext()
-            with replay:
-                report = scoring.aggregate(
-                    imported.task,
-                    imported.samples,
-                    source=str(path),
-                    output_dir=out_path.with_name(out_path.name[: -len(".rescored.json")]),
-                    n_expected=imported.n_expected,
-                    n_expected_from=imported.n_expected_from,
-                )
+        imported = _read(bench, module, path, args)
+        output_dir = args.output_dir or path.parent
+        out_path = output_dir / f"{path.stem}.{imported.task}.rescored.json"
+        counter = 1
+        while out_path in written:  # two inputs with the same name and task in one output directory
+            counter += 1
+            out_path = output_dir / f"{path.stem}.{imported.task}.{counter}.rescored.json"
+        written.add(out_path)
+        report = scoring.aggregate(
+            imported.task,
+            imported.samples,
+            source=str(path),
+            output_dir=out_path.with_name(out_path.name[: -len(".rescored.json")]),
+            n_expected=imported.n_expected,
+            n_expected_from=imported.n_expected_from,
+            handed=scoring.judge_handed({}, judge_options, replies=imported.replay),  # recorded replies: nothing is sent
+        )
     except (OfficialFormatError, DataError, scoring.RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return scoring.EXIT_UNUSABLE
@@ -188,11 +185,12 @@ def export(run_dirs: list[Path], out: Path) -> tuple[dict[str, list[Written]], l
     tasks = run_tasks(run_dirs)
     written: dict[str, list[Written]] = {}
     notes: list[str] = []
-    with data_sources.run_data(tasks), staged(out) as stage:
-        written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench")
-        written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v")
+    data = data_sources.run_data(tasks)  # the data each run recorded, handed to each export's loaders
+    with staged(out) as stage:
+        written["vlm2_bench"] = vlm2_bench.export(tasks, stage / "vlm2_bench", data["vlm2_bench"])
+        written["humaneval_v"] = humaneval_v.export(tasks, stage / "humaneval_v", data["humaneval_v"])
         written["humaneval_v1"] = humaneval_v.export_v1(tasks, stage / "humaneval_v1")
-        written["haerae_vision"], haerae_notes = haerae_vision.export(tasks, stage / "haerae_vision")
+        written["haerae_vision"], haerae_notes = haerae_vision.export(tasks, stage / "haerae_vision", data["haerae_vision"])
         notes += haerae_notes
         if not any(written.values()):
             raise OfficialFormatError(f"{', '.join(map(str, run_dirs))}: no task of VLM2-Bench, HumanEval-V or HAERAE-Vision with a samples file")

@@ -3,14 +3,14 @@ environment points at.
 
 Each task's loader recorded what it read in results.json (`configs.<task>.metadata.data_source`,
 `services.data.DataSource.provenance`): a local copy (its root and every data file's sha256) or a Hub
-revision. Before exporting, each benchmark's data source is set from that record where the environment
-names none (the recorded local root, or the recorded revision), and compared with it where it does: a
-different copy (other file contents) or another revision refuses the export in one line naming both.
+revision. Before exporting, each benchmark's data source is named from that record where the environment
+names none (the recorded local root, or the recorded revision: `DataSource.named`, handed to the export's
+loaders; the environment is only read), and compared with it where it does: a different copy (other file
+contents) or another revision refuses the export in one line naming both.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 from collections.abc import Mapping
@@ -56,10 +56,11 @@ def _where(run_task: RunTask) -> str:
     return f"{run_task.task} of {run_task.results_file.path}"
 
 
-def settings(run_tasks: list[RunTask]) -> dict[str, str]:
-    """The environment values that make each benchmark load what its runs recorded (empty where the
-    environment already names it). Refused (OfficialFormatError, one line) when two runs loaded different
-    data for one benchmark, or the environment names data other than the recorded one."""
+def settings(run_tasks: list[RunTask]) -> dict[str, dict[str, str]]:
+    """Per benchmark data source (by name), what makes it load what its runs recorded: {"root": ...} or
+    {"revision": ...} ({} where the environment already names it). Refused (OfficialFormatError, one line)
+    when two runs loaded different data for one benchmark, or the environment names data other than the
+    recorded one."""
     wanted: dict[str, tuple[DataSource, Mapping[str, Any], RunTask]] = {}
     for run_task in run_tasks:
         record = recorded(run_task)
@@ -73,10 +74,7 @@ def settings(run_tasks: list[RunTask]) -> dict[str, str]:
                 "export these runs separately (one export pairs each benchmark with one data source)"
             )
         wanted.setdefault(source.name, (source, record, run_task))
-    values: dict[str, str] = {}
-    for source, record, run_task in wanted.values():
-        values.update(_setting(source, record, run_task))
-    return values
+    return {source.name: _setting(source, record, run_task) for source, record, run_task in wanted.values()}
 
 
 def same_data(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -97,7 +95,7 @@ def _setting(source: DataSource, record: Mapping[str, Any], run_task: RunTask) -
     local = os.environ.get(source.env_var, "").strip()
     revision = os.environ.get(source.revision_var, "").strip()
     if not local and not revision:  # nothing named today: load what the run recorded
-        return {source.env_var: str(record["root"])} if record["source"] == "local" else {source.revision_var: str(record["revision"])}
+        return {"root": str(record["root"])} if record["source"] == "local" else {"revision": str(record["revision"])}
     try:
         current = source.provenance()
     except DataError as exc:
@@ -112,8 +110,8 @@ def _setting(source: DataSource, record: Mapping[str, Any], run_task: RunTask) -
     return {}
 
 
-def run_data(run_tasks: list[RunTask]) -> contextlib.AbstractContextManager[None]:
-    """The runs' recorded data sources in force while exporting (checked first; see `settings`)."""
-    from lmms_tasks.utils.commands.score import scoped_environ
-
-    return scoped_environ(settings(run_tasks))
+def run_data(run_tasks: list[RunTask]) -> dict[str, DataSource]:
+    """Every benchmark data source (by name) as the export loads it: named from the runs' records where the
+    environment names none (checked first; see `settings`), else as the environment names it."""
+    named = settings(run_tasks)
+    return {source.name: source.named(**named.get(source.name, {})) for source in sources()}

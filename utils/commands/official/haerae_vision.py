@@ -30,7 +30,7 @@ from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
-from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.data import DataError, DataSource
 from lmms_tasks.utils.services.judge import RecordedReplies
 
 SCORED_COLUMNS = ("judge_response", "score")
@@ -205,18 +205,19 @@ def _replies(run_task: RunTask) -> tuple[dict[str, tuple[str | None, float | Non
     return None, "the run recorded no judgements for it"
 
 
-def export(run_tasks: list[RunTask], out: Path) -> tuple[list[Written], list[str]]:
-    """`outputs/` (main.py CSVs) and `scores/` (score.py CSVs) for every HAERAE-Vision task of the runs."""
+def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None) -> tuple[list[Written], list[str]]:
+    """`outputs/` (main.py CSVs) and `scores/` (score.py CSVs) for every HAERAE-Vision task of the runs, with
+    the data of `source` (the one the runs recorded: `data_sources.run_data`)."""
     import pandas as pd
 
     from lmms_tasks.utils.commands.score import read_samples
-    from lmms_tasks.utils.haerae_vision.data import load_split
+    from lmms_tasks.utils.haerae_vision.data import SOURCE, load_split
 
     mine = [t for t in run_tasks if t.task in {task_name(v) for v in VARIANTS}]
     if not mine:
         return [], []
     try:
-        table = load_split().to_pandas()
+        table = load_split(source or SOURCE).to_pandas()
     except DataError as exc:
         raise OfficialFormatError(" ".join(str(exc).split())) from exc
     written: list[Written] = []

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
-from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.data import DataError, DataSource
 
 
 @dataclass(frozen=True)
@@ -245,17 +244,18 @@ def aggregate_by_qid(path: Path, entries: list[dict[str, Any]], one_entry_per_qi
     return found
 
 
-_rows_memo: dict[str, list[dict[str, Any]]] = {}
+_rows_memo: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
 
-def _v2_rows() -> list[dict[str, Any]]:
-    """The test split's rows (without the diagram), from HUMANEVAL_V_DATA or the pinned HF revision; loaded
-    and checked once per data source and process."""
+def _v2_rows(source: DataSource | None = None) -> list[dict[str, Any]]:
+    """The test split's rows (without the diagram) of `source` (default: HUMANEVAL_V_DATA or the pinned HF
+    revision); loaded and checked once per data source and process."""
     from lmms_tasks.utils.humaneval_v.hooks import SOURCE, load_documents
 
-    key = os.environ.get(SOURCE.env_var, "")
+    source = source or SOURCE
+    key = (source.local_root(), source.revision)
     if key not in _rows_memo:
-        _rows_memo[key] = list(load_documents().remove_columns(["diagram"]))
+        _rows_memo[key] = list(load_documents(source).remove_columns(["diagram"]))
     return _rows_memo[key]
 
 
@@ -382,8 +382,9 @@ def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
     return None
 
 
-def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
-    """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir)."""
+def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None) -> list[Written]:
+    """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir), with the
+    data of `source` (the one the runs recorded: `data_sources.run_data`)."""
     from lmms_tasks.utils.commands.tasks import benchmark_of
     from lmms_tasks.utils.humaneval_v.hooks import setting_of
     from lmms_tasks.utils.humaneval_v.prompts import build_prompt
@@ -392,7 +393,7 @@ def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
     if not mine:
         return []
     try:
-        rows = {str(row["qid"]): row for row in _v2_rows()}
+        rows = {str(row["qid"]): row for row in _v2_rows(source)}
     except DataError as exc:
         raise OfficialFormatError(" ".join(str(exc).split())) from exc
     order = list(rows)

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, safe_name, sample
-from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.data import DataError, DataSource
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX, task_name
-from lmms_tasks.utils.vlm2_bench.data import dataset_root, load_docs, question_file
+from lmms_tasks.utils.vlm2_bench.data import SOURCE, dataset_root, load_docs, question_file
 from lmms_tasks.utils.vlm2_bench.hooks import SCORE, process_results
 from lmms_tasks.utils.vlm2_bench.parsers import parse_tf
 
@@ -159,10 +159,10 @@ def _norm_id(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else json.dumps(value))
 
 
-def _data(subtask: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
-    """The subtask's documents (no media check: scoring needs no pixels), the raw question-file records
-    they index (`doc_index`), and the question file."""
-    root = dataset_root()
+def _data(subtask: str, source: DataSource = SOURCE) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
+    """The subtask's documents of `source` (no media check: scoring needs no pixels), the raw question-file
+    records they index (`doc_index`), and the question file."""
+    root = dataset_root(source)
     path = question_file(root, subtask)
     docs = load_docs(subtask, root, check_media=False)
     with open(path, encoding="utf-8") as fh:
@@ -291,8 +291,9 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
         fh.writelines(json.dumps(record) + "\n" for record in records)
 
 
-def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
-    """The official result tree of every VLM2-Bench task of the runs under `out` (a repository-root stand-in)."""
+def export(run_tasks: list[RunTask], out: Path, source: DataSource = SOURCE) -> list[Written]:
+    """The official result tree of every VLM2-Bench task of the runs under `out` (a repository-root
+    stand-in), with the data of `source` (the one the runs recorded: `data_sources.run_data`)."""
     written: list[Written] = []
     copied: set[str] = set()
     for run_task in run_tasks:
@@ -301,7 +302,7 @@ def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
             continue
         kind = SUBTASKS[subtask][1]
         try:
-            docs, raw, qfile = _data(subtask)
+            docs, raw, qfile = _data(subtask, source)
         except DataError as exc:
             raise OfficialFormatError(one_line(f"{run_task.task}: {exc}")) from exc
         by_index = {doc["doc_index"]: doc for doc in docs}
@@ -332,7 +333,7 @@ def export(run_tasks: list[RunTask], out: Path) -> list[Written]:
             _write_jsonl(out / std_folder / f"{model}_{run_task.stamp}_std_answers.jsonl", std_records)
             written.append(Written(f"{std_folder}/{model}_{run_task.stamp}_std_answers.jsonl", f"python {SCORERS[subtask]} --input_folder {std_folder}"))
         if kind == "cnt" and subtask not in copied:  # the counting scorers read L from the question file
-            relative = qfile.relative_to(dataset_root())
+            relative = qfile.relative_to(dataset_root(source))
             (out / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(qfile, out / relative)
             copied.add(subtask)
