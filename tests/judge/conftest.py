@@ -92,11 +92,15 @@ into the items; the aggregations read them."""
 
 import re
 
-from lmms_tasks.utils.compat import activate
+from lmms_tasks.utils.compat import batch_scoring, task_config
 from lmms_tasks.utils.services.data import metadata_of
 from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
 
-activate()  # a stock lmms-eval 0.7.3 learns process_results_batch from our compat layer
+# a stock lmms-eval 0.7.3 learns process_results_batch (patch 0006) from these two backports; nothing else of
+# ours is installed (a third-party task's run keeps lmms-eval's own exit status)
+if not batch_scoring.present():
+    task_config.install()
+    batch_scoring.install()
 
 TASK = "{task}"
 PROMPT = "JUDGE THIS. Question: {{q}} Response: {{r}}"
