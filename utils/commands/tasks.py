@@ -55,9 +55,15 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
-def _group_members(config: dict[str, Any]) -> list[str]:
-    members = config.get("task") or []
-    return [m if isinstance(m, str) else m.get("group") or m.get("task") for m in members]
+def _group_members(config: dict[str, Any], tags: dict[str, list[str]]) -> list[str]:
+    """A group's tasks and groups, a `tag:` it lists standing for the tasks that carry it (as lmms-eval expands it)."""
+    members = [m if isinstance(m, str) else m.get("group") or m.get("task") for m in config.get("task") or []]
+    return [name for m in members for name in tags.get(m, [m])]
+
+
+def _tags(config: dict[str, Any]) -> list[str]:
+    tags = config.get("tag") or []
+    return [tags] if isinstance(tags, str) else list(tags)
 
 
 def _task_entry(name: str, benchmark: str) -> Entry:
@@ -86,10 +92,15 @@ def entries() -> list[Entry]:
     found: list[Entry] = []
     for benchmark in BENCHMARKS:
         groups, tasks = [], []
-        for path in sorted((Path(tasks_path()) / benchmark).glob("*.yaml")):
-            config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        configs = [yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {} for path in sorted((Path(tasks_path()) / benchmark).glob("*.yaml"))]
+        tags: dict[str, list[str]] = {}
+        for config in configs:
+            if isinstance(config.get("task"), str):
+                for tag in _tags(config):
+                    tags.setdefault(tag, []).append(config["task"])
+        for config in configs:
             if isinstance(config.get("group"), str):
-                groups.append(Entry(config["group"], "group", benchmark, _group_members(config), "", "", "", ""))
+                groups.append(Entry(config["group"], "group", benchmark, _group_members(config, tags), "", "", "", ""))
             elif isinstance(config.get("task"), str):
                 tasks.append(_task_entry(config["task"], benchmark))
         by_name = {t.name: t for t in tasks}

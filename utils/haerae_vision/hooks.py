@@ -1,7 +1,7 @@
 """lmms-eval hooks for the two HAERAE-Vision tasks and their group (the task folder's `utils.py` re-exports
 the ones its YAMLs name; the metric template in yaml_templates/ names the aggregations here directly).
 
-Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings and the data before any model
+Each task's `custom_dataset` loader (`load_subtask`, the variant named by its YAML's `dataset_kwargs`) checks the judge settings and the data before any model
 request; `process_results` only cleans the response (`metrics.process_results`); the batch step
 (`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes the
 verdicts into the items; the aggregations (`agg_<metric>`) are plain functions of them. Group
@@ -20,7 +20,7 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
-from lmms_tasks.utils.services.data import task_loader
+from lmms_tasks.utils.services.data import DataError, task_loader
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
@@ -31,8 +31,16 @@ from lmms_tasks.utils.services.verdicts import max_share
 Item = Mapping[str, Any]
 
 
+def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+    """The `custom_dataset` of both tasks (the shared template names it): lmms-eval calls it with the task's
+    `metadata` and its `dataset_kwargs`, where the task's YAML names its question variant (`{subtask: original}`)."""
+    if subtask not in VARIANTS:
+        raise DataError(f"haerae_vision: dataset_kwargs.subtask is {subtask!r}; expected one of the question variants {VARIANTS}")
+    return dataset_for(task_name(subtask))(metadata=metadata)
+
+
 def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one variant's task: the judge settings first (a malformed one stops the
+    """The loader of one variant's task: the judge settings first (a malformed one stops the
     run before any inference), then the checked, stamped documents, then the judge's preflight (bad data is
     named first: it needs no network)."""
     variant = task.removeprefix(TASK_PREFIX)
