@@ -76,3 +76,32 @@ def test_every_hook_named_in_the_yamls_exists_in_the_thin_utils() -> None:
             assert callable(getattr(module, ref.split("utils.", 1)[1])), ref
         for entry in config["metric_list"]:  # the per-kind templates name the library's functions directly
             assert callable(getattr(hooks, entry["aggregation"].removeprefix(HOOKS))), entry
+
+
+def test_the_subtask_table_declares_every_subtask_once() -> None:
+    """Each YAML's `dataset_kwargs.subtask` is a row of the table, and every row has its YAML (by task name)."""
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
+
+    assert [task_config(t)["dataset_kwargs"]["subtask"] for t in TASKS] == list(TABLE)
+    assert all(task_yaml_path(f"vlm2_bench_{s}").name == f"vlm2_bench_{s}.yaml" for s in TABLE)
+    assert {row.kind for row in TABLE.values()} <= set(hooks._METRICS)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("gc_x,gc,tf_xx,GC-X,a,b,1,2", r"row 3 \(gc_x\): family must be one of"),
+        ("gc_x,zz,tf_gc,GC-X,a,b,1,2", r"row 3 \(gc_x\): family must be one of"),
+        ("gc_mat,gc,tf_gc,GC-X,a,b,1,2", r"row 3: subtask 'gc_mat' is already declared"),
+        ("gc_x,gc,tf_gc,GC-X,a,b,1", r"row 3 has 7 cells for 8 columns"),
+        ("gc_x,gc,tf_gc,GC-X,a,b,1,two", r"row 3 \(gc_x\): could not convert"),
+    ],
+)
+def test_a_row_that_does_not_fit_the_table_is_named(row: str, message: str) -> None:
+    from lmms_tasks.utils.vlm2_bench import parse_table
+
+    text = "# comment\nsubtask,family,kind,label,result_folder,scorer,Chance,Human\ngc_mat,gc,tf_gc,GC-Mat,a,b,25.00,\n" + row + "\n"
+    with pytest.raises(ValueError, match=message):
+        parse_table(text, "t.csv")
+    parsed = parse_table(text.rsplit("\n", 2)[0] + "\n", "t.csv")
+    assert parsed["gc_mat"].published == {"Chance": 25.0, "Human": None} and parsed["gc_mat"].kind == "tf_gc"

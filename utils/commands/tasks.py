@@ -3,7 +3,8 @@
 `lmms-eval tasks list --include-path ...` indexes lmms-eval's own ~2,000 tasks too and takes about a
 minute; this reads only our task folders. What a task needs is read from its configuration: a judge
 where its metrics count judge failures or strong-coder results, code execution where they are pass@k
-(HumanEval-V), a prior run where it reads V2T2C descriptions, the input kind from its benchmark's setting.
+(HumanEval-V), a prior run where it reads V2T2C descriptions, the input kind from its benchmark's setting
+(VLM2-Bench: the subtask table's kind). A group's members are the tasks its `tag:` entries stand for.
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ def _task_entry(name: str, benchmark: str) -> Entry:
         setting = setting_of(name)
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
         input_kind = "text only" if setting in ("t2c", "gt_t2c") else "images"
-    elif benchmark == "vlm2_bench" and judged:
-        input_kind = "video frames"
+    elif benchmark == "vlm2_bench":
+        from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX
+
+        family_kind = SUBTASKS.get(name.removeprefix(TASK_PREFIX))  # the subtask table's kind
+        input_kind = "video frames" if family_kind is not None and family_kind[1] == "vid" else "images"
     judge = f"with HUMANEVAL_V_STRONG_CODER=1: {JUDGE_KEY}" if coder else (JUDGE_KEY if judged else "")
     execution = f"{OPT_IN} (with the strong coder)" if coder else (OPT_IN if executes else "")
     return Entry(name, "task", benchmark, [], input_kind, judge, execution, prior)
