@@ -135,7 +135,8 @@ def expected_samples(task: str, samples_path: Path, root: str) -> tuple[int | No
         loader = config.get("custom_dataset")
         if not callable(loader):
             return None, f"task {task!r} has no custom_dataset loader"
-        return len(loader(metadata=config.get("metadata") or {})[config.get("test_split") or "test"]), "the task's data"
+        docs = loader(metadata=config.get("metadata") or {}, **(config.get("dataset_kwargs") or {}))  # as lmms-eval calls it
+        return len(docs[config.get("test_split") or "test"]), "the task's data"
     except Exception as exc:  # noqa: BLE001 - only the completeness check is lost
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 
