@@ -87,7 +87,9 @@ def test_a_new_subtask_is_its_yaml_one_table_row_and_one_fixture_row(tmp_path: P
 
     task = f"vlm2_bench_{NEW}"
     assert len(asked) == 4 and len(run.samples[task]) == 4
-    assert run.results["configs"][task]["dataset_kwargs"] == {"subtask": NEW}
+    config = run.results["configs"][task]
+    assert config["dataset_kwargs"] == {"subtask": NEW}
+    assert "jsonl/gc/vanilla/gc_new.jsonl" in config["metadata"]["data_source"]["files"]  # what the shared loader read, recorded
     assert run.metric(task, "vlm2_score") == 50.0 and run.metric(task, "tf_n_pairs") == 2
     assert sorted(run.results["group_subtasks"]["vlm2_bench_gc"]) == ["vlm2_bench_gc_mat", f"vlm2_bench_{NEW}", "vlm2_bench_gc_trk"]
     members = [run.metric(t, "vlm2_score") for t in ("vlm2_bench_gc_mat", "vlm2_bench_gc_trk", task)]
