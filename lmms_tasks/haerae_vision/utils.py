@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from lmms_tasks.utils import compat
 from lmms_tasks.utils.haerae_vision.hooks import (  # noqa: F401 - re-exported for `!function utils.<name>`
-    dataset_for,
     doc_to_messages,
     doc_to_target,
     doc_to_text,
@@ -15,12 +14,9 @@ from lmms_tasks.utils.haerae_vision.hooks import (  # noqa: F401 - re-exported f
     group_original_score,
     group_sum,
     group_underspec_gap,
+    load_subtask,
     process_results,
     score_batch,
 )
 
 compat.activate()  # lmms-eval 0.7.3: backport our upstream patches (not exported; see lmms_tasks.utils.compat)
-
-# One `custom_dataset` loader per task YAML.
-dataset_original = dataset_for("haerae_vision_original")
-dataset_explicit = dataset_for("haerae_vision_explicit")

@@ -43,8 +43,13 @@ def test_tasks_lists_every_task_and_group_with_its_needs() -> None:
     from lmms_eval.tasks import TaskManager
 
     index = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index
-    ours = {name: entry["type"] for name, entry in index.items() if name.startswith(tuple(BENCHMARKS))}
+    ours = {name: entry["type"] for name, entry in index.items() if name.startswith(tuple(BENCHMARKS)) and entry["type"] != "tag"}
     assert {name: row["kind"] for name, row in rows.items()} == {n: ("group" if t == "group" else "task") for n, t in ours.items()}
+    # a group's members: a tag it lists stands for the tasks lmms-eval registered under it
+    tags = {name: entry["task"] for name, entry in index.items() if entry["type"] == "tag"}
+    assert rows["vlm2_bench_gc"]["members"] == sorted(tags["vlm2_bench_gc_tasks"]) == ["vlm2_bench_gc_mat", "vlm2_bench_gc_trk"]
+    assert sorted(rows["humaneval_v"]["members"]) == sorted(tags["humaneval_v_tasks"]) and len(tags["humaneval_v_tasks"]) == 4
+    assert rows["vlm2_bench"]["members"] == ["vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"]
     # the needs, against the facts the run enforces
     judged = {n for n, r in rows.items() if r["kind"] == "task" and r["judge"] and not r["judge"].startswith("with")}
     assert judged == {"vlm2_bench_pc_vid", "haerae_vision_original", "haerae_vision_explicit"}

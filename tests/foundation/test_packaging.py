@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks import BENCHMARKS, tasks_path
+from lmms_tasks.utils.vlm2_bench import TABLE as VLM2_TABLE
 
 REPO = Path(__file__).resolve().parents[2]
 
 EXPECTED_TASKS = {
-    *(f"vlm2_bench_{s}" for s in ("gc_mat", "gc_trk", "oc_cpr", "oc_cnt", "oc_grp", "pc_cpr", "pc_cnt", "pc_grp", "pc_vid")),
+    *(f"vlm2_bench_{s}" for s in VLM2_TABLE),
     *(f"humaneval_v_{s}{v}" for s in ("v2c", "v2c_cot", "gt_t2c", "v2t", "t2c") for v in ("", "_pass3")),
     "humaneval_v1",
     "humaneval_v1_pass10",
@@ -28,6 +29,7 @@ EXPECTED_TASKS = {
     "haerae_vision_explicit",
 }
 EXPECTED_GROUPS = {"vlm2_bench", "vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc", "humaneval_v", "haerae_vision"}
+EXPECTED_TAGS = {"vlm2_bench_gc_tasks", "vlm2_bench_oc_tasks", "vlm2_bench_pc_tasks", "humaneval_v_tasks", "haerae_vision_tasks"}  # what the groups list
 
 
 def _our_index() -> dict:
@@ -40,8 +42,10 @@ def test_every_named_task_and_group_is_registered() -> None:
     index = _our_index()
     tasks = {name for name, entry in index.items() if entry["type"] == "task"}
     groups = {name for name, entry in index.items() if entry["type"] == "group"}
+    tags = {name for name, entry in index.items() if entry["type"] == "tag"}
     assert tasks == EXPECTED_TASKS
     assert groups == EXPECTED_GROUPS
+    assert tags == EXPECTED_TAGS
 
 
 def test_no_name_collides_with_a_builtin_lmms_eval_task() -> None:
@@ -141,6 +145,7 @@ def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
     assert top_level == {"lmms_tasks"}
     for required in (
         "lmms_tasks/utils/services/resources/prompts_exact.json",
+        "lmms_tasks/utils/vlm2_bench/subtasks.csv",
         "lmms_tasks/yaml_templates/vlm2_bench_tf_gc",
         "lmms_tasks/yaml_templates/humaneval_v_pass3",
         "lmms_tasks/yaml_templates/haerae_vision_task",

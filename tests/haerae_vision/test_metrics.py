@@ -271,7 +271,7 @@ def test_bad_judge_setting_stops_the_loader_before_inference(monkeypatch: pytest
     monkeypatch.setenv("LMMS_TASKS_JUDGE_CONCURRENCY", "많이")
     monkeypatch.setenv("HAERAE_VISION_DATA", "/nonexistent")  # never reached
     with pytest.raises(DataError, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
-        hooks.dataset_original()
+        hooks.load_subtask(metadata={"version": 0.1}, subtask="original")  # as lmms-eval calls the template's custom_dataset
     assert isinstance(stopped.value.__cause__, judge.JudgeConfigError)
 
 

@@ -12,7 +12,7 @@ import pytest
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.services.taskconfig import task_config
 
-NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision")
+NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision", "haerae_vision_tasks")
 COMMON_METRICS = ["haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores"]
 
 
@@ -22,6 +22,7 @@ def test_task_manager_indexes_tasks_and_group() -> None:
     manager = TaskManager("ERROR", include_path=tasks_path(), include_defaults=False)
     assert {"haerae_vision_original", "haerae_vision_explicit"} <= set(manager.all_tasks)
     assert "haerae_vision" in manager.all_groups
+    assert sorted(manager.task_index["haerae_vision_tasks"]["task"]) == ["haerae_vision_explicit", "haerae_vision_original"]  # the group's tag
 
 
 @pytest.mark.include_path_only  # built-in names are ours once exported upstream
@@ -37,7 +38,8 @@ def test_task_settings_follow_the_official_pipeline() -> None:
         config = task_config(f"haerae_vision_{variant}")
         assert config["generation_kwargs"] == {"max_new_tokens": 512, "temperature": 0.2, "top_p": 0.95, "do_sample": True, "until": []}
         assert config["reasoning_tags"] == "none"
-        assert config["custom_dataset"] == f"!function utils.dataset_{variant}" and "process_docs" not in config
+        assert config["custom_dataset"] == "!function utils.load_subtask" and "process_docs" not in config
+        assert config["dataset_kwargs"] == {"subtask": variant} and config["tag"] == "haerae_vision_tasks"
         metrics = [entry["metric"] for entry in config["metric_list"]]
         assert sorted(metrics) == sorted(COMMON_METRICS)
         # per-item scores for lmms-eval's CLT stderr and --baseline, written by the batch step
@@ -52,7 +54,7 @@ def test_group_reports_group_only_metrics_from_the_subtask_scores() -> None:
 
     _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
     group_yaml = yaml.load((Path(tasks_path()) / "haerae_vision" / "haerae_vision.yaml").read_text(encoding="utf-8"), Loader=_Loader)
-    assert group_yaml["task"] == ["haerae_vision_original", "haerae_vision_explicit"]
+    assert group_yaml["task"] == ["haerae_vision_tasks"]  # the tag both tasks carry
     entries = [(e["metric"], e.get("group_metric"), e.get("match")) for e in group_yaml["aggregate_metric_list"]]
     assert entries == [
         ("haerae_vision_score", "score_original", None),

@@ -26,12 +26,12 @@ def test_task_manager_indexes_every_task_and_the_group() -> None:
 
 @pytest.mark.include_path_only  # built-in names are ours once exported upstream
 def test_no_builtin_lmms_eval_name_collides() -> None:
-    ours = set(TASKS) | {"humaneval_v"}
+    ours = set(TASKS) | {"humaneval_v", "humaneval_v_tasks"}
     builtin_root = Path(lmms_eval.__file__).parent / "tasks"
     clashes = []
     for path in builtin_root.rglob("*.yaml"):
         text = path.read_text(encoding="utf-8", errors="replace")
-        clashes += [f"{path}: {name}" for name in ours if f"task: {name}\n" in text or f"group: {name}\n" in text]
+        clashes += [f"{path}: {name}" for name in ours if f"task: {name}\n" in text or f"group: {name}\n" in text or f"tag: {name}\n" in text]
     assert clashes == []
 
 
@@ -53,5 +53,21 @@ def test_sampling_settings() -> None:
 
 
 def test_group_lists_the_single_run_settings() -> None:
+    """The group lists a tag; lmms-eval expands it into the four tasks whose YAML carries it."""
+    from lmms_eval.tasks import TaskManager
+
     group = yaml.safe_load((Path(tasks_path()) / "humaneval_v" / "humaneval_v.yaml").read_text())
-    assert group["task"] == ["humaneval_v_v2c", "humaneval_v_v2c_cot", "humaneval_v_gt_t2c", "humaneval_v_v2t"]
+    assert group["task"] == ["humaneval_v_tasks"]
+    manager = TaskManager("ERROR", include_path=os.path.join(tasks_path(), "humaneval_v"), include_defaults=False)
+    assert manager.task_index["humaneval_v_tasks"]["type"] == "tag"
+    assert sorted(manager.task_index["humaneval_v_tasks"]["task"]) == ["humaneval_v_gt_t2c", "humaneval_v_v2c", "humaneval_v_v2c_cot", "humaneval_v_v2t"]
+
+
+def test_every_task_names_itself_to_the_shared_loader() -> None:
+    """One `custom_dataset` for every task; the task's YAML names it in `dataset_kwargs.subtask`."""
+    from lmms_tasks.utils.humaneval_v.hooks import task_of
+
+    for task in [*TASKS, "humaneval_v1", "humaneval_v1_pass10"]:
+        config = task_config(task)
+        assert config["custom_dataset"] == "!function utils.load_subtask"
+        assert task_of(config["dataset_kwargs"]["subtask"]) == task

@@ -17,8 +17,9 @@ from lmms_tasks.utils.commands.report import cli as report_cli
 from lmms_tasks.utils.commands.report.runs import ReportInputError, load_runs, metric, model_identity, parse_judge_info, summaries
 from lmms_tasks.utils.commands.report.tables import fmt
 from lmms_tasks.utils.testing import demo as demo_module
+from lmms_tasks.utils.vlm2_bench import TABLE as VLM2_TABLE
 
-VLM2_SUBTASKS = ("gc_mat", "gc_trk", "oc_cpr", "oc_cnt", "oc_grp", "pc_cpr", "pc_cnt", "pc_grp", "pc_vid")
+VLM2_SUBTASKS = tuple(VLM2_TABLE)  # the subtask table's order
 
 
 def _results_file(

@@ -205,6 +205,24 @@ def test_group_only_metrics_take_the_subtasks_by_name() -> None:
     assert hooks.group_img8_score(scores[1:], [1] * 8, False, subtasks=names[1:]) is None
 
 
+def test_group_means_add_in_the_tables_order_whatever_order_lmms_eval_hands_them() -> None:
+    """A family group lists a tag, which lmms-eval fills in the order it finds the YAML files: the means add in
+    the subtask table's order, so the same scores give the same bits on every machine."""
+    names = [f"vlm2_bench_{s}" for s in SUBTASKS]
+    scores = [52.32, 74.13, 67.14, 6.4, 75.82, 59.11, 30.13, 3.1, 86.55]  # float sums that depend on the order (by name, too)
+    stderrs = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    in_order = sum(scores) / len(scores)
+    order = [5, 6, 7, 4, 3, 0, 8, 1, 2]
+    shuffled = {"values": [scores[i] for i in order], "subtasks": [names[i] for i in order]}
+    assert sum(shuffled["values"]) / len(scores) != in_order  # the shuffled sum really differs in its last bits
+    assert sum(v for _, v in sorted(zip(names, scores))) / len(scores) != in_order  # and so does the sum in name order
+    assert hooks.group_mean.stderr([stderrs[i] for i in order], [1] * 9, False) != hooks.group_mean.stderr(stderrs, [1] * 9, False)
+    assert hooks.group_mean(shuffled["values"], [1] * 9, False, subtasks=shuffled["subtasks"]) == in_order
+    assert hooks.group_mean.stderr([stderrs[i] for i in order], [1] * 9, False, subtasks=shuffled["subtasks"]) == hooks.group_mean.stderr(
+        stderrs, [1] * 9, False, subtasks=names
+    )
+
+
 # -- video -----------------------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.services.taskconfig import task_config
-from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
+from lmms_tasks.utils.vlm2_bench import FAMILIES, SUBTASKS, TABLE, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]
 GROUPS = {"vlm2_bench", "vlm2_bench_gc", "vlm2_bench_oc", "vlm2_bench_pc"}
@@ -16,11 +16,19 @@ HOOKS = f"!function {hooks.__name__}."  # the module path, whatever package the 
 
 
 def test_tasks_and_groups_register_with_lmms_eval() -> None:
+    """Every subtask of the table is a task whose family's tag holds it; each family group lists only its tag,
+    which lmms-eval expands into the family's subtasks (the end-to-end runs load the groups)."""
     from lmms_eval.tasks import TaskManager
 
-    index = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index
+    manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
+    index = manager.task_index
     ours = {name: entry["type"] for name, entry in index.items() if name.startswith("vlm2_bench")}
-    assert ours == {**{t: "task" for t in TASKS}, **{g: "group" for g in GROUPS}}
+    tags = {f"vlm2_bench_{family}_tasks" for family in FAMILIES}
+    assert ours == {**{t: "task" for t in TASKS}, **{g: "group" for g in GROUPS}, **{t: "tag" for t in tags}}
+    for family in FAMILIES:
+        members = {f"vlm2_bench_{s}" for s, row in TABLE.items() if row.family == family}
+        assert set(index[f"vlm2_bench_{family}_tasks"]["task"]) == members
+        assert task_config_group(f"vlm2_bench_{family}")["task"] == [f"vlm2_bench_{family}_tasks"]
 
 
 @pytest.mark.parametrize("subtask", list(SUBTASKS))
@@ -29,8 +37,9 @@ def test_metric_list_matches_process_results(subtask: str) -> None:
     names = [entry["metric"] for entry in config["metric_list"]]
     assert tuple(names) == hooks.metric_names(subtask)
     assert all(entry["aggregation"] == f"{HOOKS}agg_{entry['metric']}" for entry in config["metric_list"])
-    assert config["custom_dataset"] == f"!function utils.dataset_{subtask}" and "process_docs" not in config
-    expected_tokens = 512 if subtask.startswith("gc") or subtask == "pc_vid" else 2048
+    assert config["custom_dataset"] == "!function utils.load_subtask" and "process_docs" not in config
+    assert config["dataset_kwargs"] == {"subtask": subtask} and config["tag"] == f"vlm2_bench_{TABLE[subtask].family}_tasks"
+    expected_tokens = 512 if TABLE[subtask].kind in ("tf_gc", "vid") else 2048
     assert config["generation_kwargs"] == {"max_new_tokens": expected_tokens, "temperature": 0, "do_sample": False, "until": []}
     assert {"vlm2_score", "vlm2_exact_score"} <= set(names) and not set(GROUP_ONLY) & set(names)
     assert config["reasoning_tags"] == "none" and config.get("strip_responses", True) is True  # official: output.strip()
@@ -67,3 +76,32 @@ def test_every_hook_named_in_the_yamls_exists_in_the_thin_utils() -> None:
             assert callable(getattr(module, ref.split("utils.", 1)[1])), ref
         for entry in config["metric_list"]:  # the per-kind templates name the library's functions directly
             assert callable(getattr(hooks, entry["aggregation"].removeprefix(HOOKS))), entry
+
+
+def test_the_subtask_table_declares_every_subtask_once() -> None:
+    """Each YAML's `dataset_kwargs.subtask` is a row of the table, and every row has its YAML (by task name)."""
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
+
+    assert [task_config(t)["dataset_kwargs"]["subtask"] for t in TASKS] == list(TABLE)
+    assert all(task_yaml_path(f"vlm2_bench_{s}").name == f"vlm2_bench_{s}.yaml" for s in TABLE)
+    assert {row.kind for row in TABLE.values()} <= set(hooks._METRICS)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("gc_x,gc,tf_xx,GC-X,a,b,1,2", r"row 3 \(gc_x\): family must be one of"),
+        ("gc_x,zz,tf_gc,GC-X,a,b,1,2", r"row 3 \(gc_x\): family must be one of"),
+        ("gc_mat,gc,tf_gc,GC-X,a,b,1,2", r"row 3: subtask 'gc_mat' is already declared"),
+        ("gc_x,gc,tf_gc,GC-X,a,b,1", r"row 3 has 7 cells for 8 columns"),
+        ("gc_x,gc,tf_gc,GC-X,a,b,1,two", r"row 3 \(gc_x\): could not convert"),
+    ],
+)
+def test_a_row_that_does_not_fit_the_table_is_named(row: str, message: str) -> None:
+    from lmms_tasks.utils.vlm2_bench import parse_table
+
+    text = "# comment\nsubtask,family,kind,label,result_folder,scorer,Chance,Human\ngc_mat,gc,tf_gc,GC-Mat,a,b,25.00,\n" + row + "\n"
+    with pytest.raises(ValueError, match=message):
+        parse_table(text, "t.csv")
+    parsed = parse_table(text.rsplit("\n", 2)[0] + "\n", "t.csv")
+    assert parsed["gc_mat"].published == {"Chance": 25.0, "Human": None} and parsed["gc_mat"].kind == "tf_gc"

@@ -138,7 +138,8 @@ def expected_samples(task: str, samples_path: Path, root: str, handed: judge.Han
         if not callable(loader):
             return None, f"task {task!r} has no custom_dataset loader"
         metadata = judge.hand(config.get("metadata") if isinstance(config.get("metadata"), dict) else {}, handed or judge.Handed())
-        return len(loader(metadata=metadata)[config.get("test_split") or "test"]), "the task's data"
+        docs = loader(metadata=metadata, **(config.get("dataset_kwargs") or {}))  # as lmms-eval calls it
+        return len(docs[config.get("test_split") or "test"]), "the task's data"
     except Exception as exc:  # noqa: BLE001 - only the completeness check is lost
         return None, f"the task's data could not be loaded ({type(exc).__name__}: {str(exc)[:300]})"
 

@@ -3,7 +3,8 @@
 `lmms-eval tasks list --include-path ...` indexes lmms-eval's own ~2,000 tasks too and takes about a
 minute; this reads only our task folders. What a task needs is read from its configuration: a judge
 where its metrics count judge failures or strong-coder results, code execution where they are pass@k
-(HumanEval-V), a prior run where it reads V2T2C descriptions, the input kind from its benchmark's setting.
+(HumanEval-V), a prior run where it reads V2T2C descriptions, the input kind from its benchmark's setting
+(VLM2-Bench: the subtask table's kind). A group's members are the tasks its `tag:` entries stand for.
 """
 
 from __future__ import annotations
@@ -55,9 +56,15 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
-def _group_members(config: dict[str, Any]) -> list[str]:
-    members = config.get("task") or []
-    return [m if isinstance(m, str) else m.get("group") or m.get("task") for m in members]
+def _group_members(config: dict[str, Any], tags: dict[str, list[str]]) -> list[str]:
+    """A group's tasks and groups, a `tag:` it lists standing for the tasks that carry it (as lmms-eval expands it)."""
+    members = [m if isinstance(m, str) else m.get("group") or m.get("task") for m in config.get("task") or []]
+    return [name for m in members for name in tags.get(m, [m])]
+
+
+def _tags(config: dict[str, Any]) -> list[str]:
+    tags = config.get("tag") or []
+    return [tags] if isinstance(tags, str) else list(tags)
 
 
 def _task_entry(name: str, benchmark: str) -> Entry:
@@ -74,8 +81,11 @@ def _task_entry(name: str, benchmark: str) -> Entry:
         setting = setting_of(name)
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
         input_kind = "text only" if setting in ("t2c", "gt_t2c") else "images"
-    elif benchmark == "vlm2_bench" and judged:
-        input_kind = "video frames"
+    elif benchmark == "vlm2_bench":
+        from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX
+
+        family_kind = SUBTASKS.get(name.removeprefix(TASK_PREFIX))  # the subtask table's kind
+        input_kind = "video frames" if family_kind is not None and family_kind[1] == "vid" else "images"
     judge = f"with HUMANEVAL_V_STRONG_CODER=1: {JUDGE_KEY}" if coder else (JUDGE_KEY if judged else "")
     execution = f"{OPT_IN} (with the strong coder)" if coder else (OPT_IN if executes else "")
     return Entry(name, "task", benchmark, [], input_kind, judge, execution, prior)
@@ -86,10 +96,15 @@ def entries() -> list[Entry]:
     found: list[Entry] = []
     for benchmark in BENCHMARKS:
         groups, tasks = [], []
-        for path in sorted((Path(tasks_path()) / benchmark).glob("*.yaml")):
-            config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        configs = [yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {} for path in sorted((Path(tasks_path()) / benchmark).glob("*.yaml"))]
+        tags: dict[str, list[str]] = {}
+        for config in configs:
+            if isinstance(config.get("task"), str):
+                for tag in _tags(config):
+                    tags.setdefault(tag, []).append(config["task"])
+        for config in configs:
             if isinstance(config.get("group"), str):
-                groups.append(Entry(config["group"], "group", benchmark, _group_members(config), "", "", "", ""))
+                groups.append(Entry(config["group"], "group", benchmark, _group_members(config, tags), "", "", "", ""))
             elif isinstance(config.get("task"), str):
                 tasks.append(_task_entry(config["task"], benchmark))
         by_name = {t.name: t for t in tasks}

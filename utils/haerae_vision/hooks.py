@@ -1,14 +1,15 @@
 """lmms-eval hooks for the two HAERAE-Vision tasks and their group (the task folder's `utils.py` re-exports
 the ones its YAMLs name; the metric template in yaml_templates/ names the aggregations here directly).
 
-Each task's `custom_dataset` loader (`dataset_for`) checks the judge settings (from the metadata lmms-eval
-passes it) and the data before any model request; `process_results` only cleans the response
-(`metrics.process_results`); the batch step (`score_batch`) judges every item of the task in one cached batch (`metrics.scored_task`) and writes into
-the items what the aggregations need (verdict, official value, category mean: `metrics.batch_fields`); the
-aggregations (`agg_<metric>`) read those fields. Group `haerae_vision` reports group-only metrics from the
-subtasks' results (`group_metric` entries, each aggregation receiving the subtask name of every value): the
-score of each question variant (from `haerae_vision_score`) and the under-specification gap, explicit minus
-original paired by `question_idx` (from `item_scores`, the judged items' values each task reports).
+Each task's `custom_dataset` loader (`load_subtask`, the variant named by its YAML's `dataset_kwargs`) checks
+the judge settings (from the metadata lmms-eval passes it) and the data before any model request;
+`process_results` only cleans the response (`metrics.process_results`); the batch step (`score_batch`) judges
+every item of the task in one cached batch (`metrics.scored_task`) and writes into the items what the
+aggregations need (verdict, official value, category mean: `metrics.batch_fields`); the aggregations
+(`agg_<metric>`) read those fields. Group `haerae_vision` reports group-only metrics from the subtasks'
+results (`group_metric` entries, each aggregation receiving the subtask name of every value): the score of
+each question variant (from `haerae_vision_score`) and the under-specification gap, explicit minus original
+paired by `question_idx` (from `item_scores`, the judged items' values each task reports).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
-from lmms_tasks.utils.services.data import metadata_of, task_loader
+from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
@@ -31,8 +32,16 @@ from lmms_tasks.utils.services.verdicts import max_share
 Item = Mapping[str, Any]
 
 
+def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+    """The `custom_dataset` of both tasks (the shared template names it): lmms-eval calls it with the task's
+    `metadata` and its `dataset_kwargs`, where the task's YAML names its question variant (`{subtask: original}`)."""
+    if subtask not in VARIANTS:
+        raise DataError(f"haerae_vision: dataset_kwargs.subtask is {subtask!r}; expected one of the question variants {VARIANTS}")
+    return dataset_for(task_name(subtask))(metadata=metadata)
+
+
 def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one variant's task: the judge settings first (a malformed one stops the
+    """The loader of one variant's task: the judge settings first (a malformed one stops the
     run before any inference), then the checked, stamped documents, then the judge's preflight (bad data is
     named first: it needs no network)."""
     variant = task.removeprefix(TASK_PREFIX)

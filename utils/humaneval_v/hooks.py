@@ -1,6 +1,6 @@
 """lmms-eval hooks for the HumanEval-V tasks, v2 and v1 (the task folder's utils.py re-exports these).
 
-Every task's `custom_dataset` loader (`dataset_for`) stamps the task's name and setting into its documents
+Every task's `custom_dataset` loader (`load_subtask`, the task named by its YAML's `dataset_kwargs`) stamps the task's name and setting into its documents
 (lmms-eval passes no task config to `process_results`); `process_results` only post-processes text (cheap,
 thread-safe); the batch step (`score_batch`, lmms-eval's `process_results_batch`, rank 0) gates and executes
 one task's programs as one batch and writes the verdicts into the items; the aggregations (`agg_<metric>`)
@@ -10,7 +10,7 @@ model's bytes, as the official `post_process` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import datasets
@@ -27,7 +27,7 @@ from lmms_tasks.utils.humaneval_v.descriptions import (
 )
 from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal, require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
-from lmms_tasks.utils.humaneval_v.prompts import build_prompt, template_sha256, uses_image
+from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, metadata_of, task_loader
 from lmms_tasks.utils.services.judge import announce
@@ -88,8 +88,22 @@ def capabilities(aspects: Any) -> list[str]:
     return sorted(k for k, v in (aspects or {}).items() if v)
 
 
+def task_of(subtask: str) -> str:
+    """A task YAML's `dataset_kwargs.subtask` -> its task name: v2c_pass3 -> humaneval_v_v2c_pass3, v1 -> humaneval_v1."""
+    task = f"humaneval_{subtask}" if f"humaneval_{subtask}" in v1.TASKS else f"humaneval_v_{subtask}"
+    if not v1.is_v1_task(task) and setting_of(task) not in SETTINGS:
+        raise DataError(f"humaneval_v: dataset_kwargs.subtask is {subtask!r}; expected a setting of {sorted(SETTINGS)} (with _pass3) or one of {sorted(v1.TASKS)}")
+    return task
+
+
+def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+    """The `custom_dataset` of every HumanEval-V task (the shared template names it): lmms-eval calls it with the
+    task's `metadata` and its `dataset_kwargs`, where the task's YAML names it (`{subtask: v2c_pass3}`)."""
+    return dataset_for(task_of(str(subtask)))(metadata=metadata)
+
+
 def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one task: the opt-in check first (before any inference), then the
+    """The loader of one task: the opt-in check first (before any inference), then the
     checked data, stamped with the task and setting (V2T2C step 2: one document per description)."""
     setting = setting_of(task)
     if setting == v1.SETTING:

@@ -2,22 +2,86 @@
 
 The task folder `lmms_tasks/vlm2_bench/` only holds YAML and thin hooks; everything here is importable
 as `lmms_tasks.utils.vlm2_bench.<module>` and is what the tests exercise.
+
+What identifies a subtask is declared in its YAML (`task:`, the `tag:` its family group lists, and
+`dataset_kwargs: {subtask: ...}`, which lmms-eval hands the shared loader); what YAML cannot hold is one
+row of `subtasks.csv` beside this file, the one table the hooks, the commands (export-official, report),
+the published numbers and the test fixtures read:
+
+- `subtask`: the name after `vlm2_bench_` (the YAML's `dataset_kwargs.subtask`);
+- `family`: gc | oc | pc, which picks the question file (`jsonl/<family>/vanilla/<subtask>.jsonl`), the
+  image folder and, for the groups, `vlm2_bench_<family>`;
+- `kind`: tf_gc | tf_cpr | cnt | grp | vid, which picks the parser and scorer (the YAML's `include:`
+  names the same kind's metric template);
+- `label`: the paper's column header (Table 1);
+- `result_folder`, `scorer`: where the official inference scripts write the subtask's answers and the
+  official script that scores them (`export-official`);
+- one column per row of paper Table 1 (`published.TABLE1`): the subtask's published score, empty where the
+  paper has none.
+
+Adding a subtask of an existing kind: its YAML, one row here, one row in the test fixture's spec.
 """
 
 from __future__ import annotations
 
-# task name -> (family, kind). family picks the image folder and pairing rule; kind picks the scorer.
-SUBTASKS: dict[str, tuple[str, str]] = {
-    "gc_mat": ("gc", "tf_gc"),
-    "gc_trk": ("gc", "tf_gc"),
-    "oc_cpr": ("oc", "tf_cpr"),
-    "oc_cnt": ("oc", "cnt"),
-    "oc_grp": ("oc", "grp"),
-    "pc_cpr": ("pc", "tf_cpr"),
-    "pc_cnt": ("pc", "cnt"),
-    "pc_grp": ("pc", "grp"),
-    "pc_vid": ("pc", "vid"),
-}
+import csv
+from dataclasses import dataclass, field
+from importlib import resources
+
+TABLE_FILE = "subtasks.csv"
+FAMILIES = ("gc", "oc", "pc")
+KINDS = ("tf_gc", "tf_cpr", "cnt", "grp", "vid")
+_FIXED = ("subtask", "family", "kind", "label", "result_folder", "scorer")
+
+
+@dataclass(frozen=True)
+class Subtask:
+    """One row of the table."""
+
+    name: str
+    family: str
+    kind: str
+    label: str
+    result_folder: str
+    scorer: str
+    published: dict[str, float | None] = field(default_factory=dict)  # Table 1 row name -> score (None: not published)
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def parse_table(text: str, where: str = TABLE_FILE) -> dict[str, Subtask]:
+    """The table's rows by subtask name, in file order; `#` lines are comments. Raises ValueError naming the
+    line for a row that does not fit (unknown family or kind, a repeated name, a wrong number of cells)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None or tuple(header[: len(_FIXED)]) != _FIXED:
+        raise ValueError(f"{where}: the header must start with {','.join(_FIXED)}")
+    published_columns = header[len(_FIXED) :]
+    rows: dict[str, Subtask] = {}
+    for number, cells in enumerate(reader, start=2):
+        if len(cells) != len(header):
+            raise ValueError(f"{where}: row {number} has {len(cells)} cells for {len(header)} columns")
+        name, family, kind, label, result_folder, scorer = (c.strip() for c in cells[: len(_FIXED)])
+        if family not in FAMILIES or kind not in KINDS:
+            raise ValueError(f"{where}: row {number} ({name}): family must be one of {FAMILIES} and kind one of {KINDS}")
+        if name in rows:
+            raise ValueError(f"{where}: row {number}: subtask {name!r} is already declared")
+        try:
+            scores = {column: _number(cell) for column, cell in zip(published_columns, cells[len(_FIXED) :])}
+        except ValueError as exc:
+            raise ValueError(f"{where}: row {number} ({name}): {exc}") from None
+        rows[name] = Subtask(name, family, kind, label, result_folder, scorer, scores)
+    return rows
+
+
+TABLE: dict[str, Subtask] = parse_table(resources.files(__name__).joinpath(TABLE_FILE).read_text(encoding="utf-8"))
+PUBLISHED_COLUMNS: tuple[str, ...] = tuple(next(iter(TABLE.values())).published)
+
+# task name -> (family, kind), from the table. family picks the image folder and pairing rule; kind picks the scorer.
+SUBTASKS: dict[str, tuple[str, str]] = {name: (row.family, row.kind) for name, row in TABLE.items()}
 
 TASK_PREFIX = "vlm2_bench_"
 

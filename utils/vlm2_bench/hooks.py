@@ -26,13 +26,13 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.services.data import metadata_of, task_loader
+from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
 from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, max_share, verdict_fields
-from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX
+from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
@@ -70,18 +70,26 @@ JUDGE_DEFAULTS = {"max_tokens": 300}
 # -- documents and prompts --------------------------------------------------------------------------------
 
 
+def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+    """The `custom_dataset` of every subtask (the shared template names it): lmms-eval calls it with the task's
+    `metadata` and its `dataset_kwargs`, where the subtask's YAML names the subtask (`{subtask: gc_mat}`)."""
+    if subtask not in SUBTASKS:
+        raise DataError(f"vlm2_bench: dataset_kwargs.subtask is {subtask!r}; a VLM2-Bench task names one of the table's subtasks {sorted(SUBTASKS)}")
+    return dataset_for(task_name(subtask))(metadata=metadata)
+
+
 def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
-    """The `custom_dataset` loader of one subtask's YAML: its checked documents, loaded when the task loads."""
+    """The loader of one subtask: its checked documents, loaded when the task loads."""
     subtask = task.removeprefix(TASK_PREFIX)
     if subtask not in SUBTASKS:
         raise ValueError(f"not a VLM2-Bench task: {task!r}")
 
     def build(metadata: dict[str, Any]) -> list[dict[str, Any]]:
         warn_about_model_args(task)
-        if subtask == "pc_vid" and not inspecting():
+        if SUBTASKS[subtask][1] == "vid" and not inspecting():
             max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         docs = load_docs(subtask)
-        if subtask == "pc_vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
+        if SUBTASKS[subtask][1] == "vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
             from lmms_tasks.utils.services.judge import announce
 
             announce(judge_config(task, metadata), task)
@@ -580,9 +588,19 @@ def _by_subtask(values: Sequence[Any], subtasks: Sequence[str], wanted: Sequence
     return [by_name[name] for name in wanted]
 
 
+def _in_table_order(values: Sequence[Any], subtasks: Sequence[str]) -> list[Any]:
+    """The values in the subtask table's order: a family group lists its subtasks through a `tag:`, which
+    lmms-eval fills in the order it happens to find the YAML files, so every mean adds in one fixed order."""
+    if len(subtasks) != len(values):
+        return list(values)
+    order = {name: index for index, name in enumerate(SUBTASKS)}
+    ranked = sorted(zip(subtasks, values), key=lambda pair: (order.get(str(pair[0]).removeprefix(TASK_PREFIX), len(order)), str(pair[0])))
+    return [value for _, value in ranked]
+
+
 def group_mean(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float:
     """A cue-type group's score and the Table 1 overall: the unweighted mean of its subtasks' scores."""
-    return _mean(values)
+    return _mean(_in_table_order(values, subtasks))
 
 
 def group_overall(values: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | None:
@@ -604,7 +622,7 @@ def group_gap_to_human(values: Sequence[Any], sizes: Sequence[int] | None = None
 
 
 def _mean_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str:
-    return _independent_mean_stderr(stderrs)
+    return _independent_mean_stderr(_in_table_order(stderrs, subtasks))
 
 
 def _img8_stderr(stderrs: Sequence[Any], sizes: Sequence[int] | None = None, weight_by_size: bool = False, subtasks: Sequence[str] = ()) -> float | str | None:

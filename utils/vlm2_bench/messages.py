@@ -15,6 +15,7 @@ from PIL import Image
 
 from lmms_tasks.utils.services.data import DataError, MediaError
 from lmms_tasks.utils.services.prompts import prompt
+from lmms_tasks.utils.vlm2_bench import SUBTASKS
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
 
 USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
@@ -22,9 +23,14 @@ USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
 Doc = Mapping[str, Any]
 
 
+def _is_video(doc: Doc) -> bool:
+    """Whether the document's subtask is of the video kind (the subtask table's `kind`)."""
+    return SUBTASKS.get(str(doc.get("subtask")), ("", ""))[1] == "vid"
+
+
 def user_text(doc: Doc) -> str:
     """The text part: "\n" + question for images, the question alone for the video subtask."""
-    if doc.get("subtask") == "pc_vid":
+    if _is_video(doc):
         return str(doc["question"])
     return prompt(USER_TEXT_KEY).format(question=doc["question"])
 
@@ -40,11 +46,11 @@ def load_image(path: str, doc: Doc) -> Image.Image:
 
 def visuals(doc: Doc) -> list[Image.Image]:
     """The document's images (or sampled video frames) in order, decoded now."""
-    if doc.get("subtask") == "pc_vid":
+    if _is_video(doc):
         try:
             return sample_frames(doc["video_path"])
         except DataError as exc:
-            raise MediaError(f"vlm2_bench pc_vid record {doc.get('vid')!r}: {exc}") from exc
+            raise MediaError(f"vlm2_bench {doc.get('subtask')} record {doc.get('vid')!r}: {exc}") from exc
     return [load_image(path, doc) for path in doc["images"]]
 
 

@@ -273,7 +273,7 @@ def _task_docs(task: str) -> tuple[list[dict[str, Any]], Any]:
     loader, process = config.get("custom_dataset"), config.get("process_results")
     if not callable(loader) or not callable(process):
         raise OfficialFormatError(f"task {task!r}: its YAML has no custom_dataset/process_results to score with")
-    docs = loader(metadata=config.get("metadata"))[config.get("test_split", "test")]
+    docs = loader(metadata=config.get("metadata"), **(config.get("dataset_kwargs") or {}))[config.get("test_split", "test")]  # as lmms-eval calls it
     return [dict(d) for d in docs], process
 
 

@@ -26,39 +26,31 @@ from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, safe_name, sample
 from lmms_tasks.utils.services.data import DataError, DataSource
-from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX, task_name
+from lmms_tasks.utils.vlm2_bench import SUBTASKS, TABLE, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, dataset_root, load_docs, question_file
 from lmms_tasks.utils.vlm2_bench.hooks import SCORE, process_results
 from lmms_tasks.utils.vlm2_bench.parsers import parse_tf
 
-# Where the official inference scripts write each subtask (relative to the repository root).
-RESULT_FOLDERS = {
-    "gc_mat": "code/gc/test/test_res/test_mat",
-    "gc_trk": "code/gc/test/test_res/test_trk",
-    "oc_cpr": "code/oc/test/test_res/test_cpr",
-    "oc_cnt": "code/oc/test/test_res/test_cnt",
-    "oc_grp": "code/oc/test/test_res/test_grp",
-    "pc_cpr": "code/pc/image/test/test_res/test_cpr",
-    "pc_cnt": "code/pc/image/test/test_res/test_cnt",
-    "pc_grp": "code/pc/image/test/test_res/test_grp",
-    "pc_vid": "code/pc/video/test/test_res/test_pc_v_open-ended",
-}
-# The official scorer of each subtask (run from the repository root).
-SCORERS = {
-    "gc_mat": "code/gc/eval/eval_tf_batch_pair_3acc.py",
-    "gc_trk": "code/gc/eval/eval_tf_batch_pair_3acc.py",
-    "oc_cpr": "code/oc/eval/eval_cpr/eval_comp_tf_pair_batch_3acc.py",
-    "oc_cnt": "code/oc/eval/eval_cnt/acc_with_cnt_score.py",
-    "oc_grp": "code/oc/eval/eval_grp/eval_acc_batch_classify_mcq.py",
-    "pc_cpr": "code/pc/image/eval/eval_cpr/eval_comp_tf_pair_batch_3acc.py",
-    "pc_cnt": "code/pc/image/eval/eval_cnt/acc_with_cnt_score.py",
-    "pc_grp": "code/pc/image/eval/eval_grp/eval_acc_batch_classify_mcq.py",
-    "pc_vid": "code/pc/video/eval/eval_pc-v_open-ended.py",
-}
+# Where the official inference scripts write each subtask (relative to the repository root) and the official
+# scorer of each (run from the repository root): the subtask table's `result_folder` and `scorer` columns.
+RESULT_FOLDERS = {name: row.result_folder for name, row in TABLE.items()}
+SCORERS = {name: row.scorer for name, row in TABLE.items()}
 STD_SUFFIX = "_std"  # test_mat_std/: GC answers standardized to T/F (ours)
-_FOLDER_SUBTASK = {Path(folder).name: subtask for subtask, folder in RESULT_FOLDERS.items() if subtask.startswith(("gc_", "pc_vid"))}
-_FOLDER_SUBTASK.update({f"{Path(RESULT_FOLDERS[s]).name}{STD_SUFFIX}": s for s in ("gc_mat", "gc_trk")})
-_KIND_FOLDERS = {"test_cpr": "cpr", "test_cnt": "cnt", "test_grp": "grp"}
+
+
+def _folder_subtasks() -> dict[str, list[str]]:
+    """Official result folder name (and each GC folder's `_std` twin) -> the subtasks written to a folder of
+    that name (OC and PC share test_cpr, test_cnt and test_grp)."""
+    found: dict[str, list[str]] = {}
+    for name, row in TABLE.items():
+        leaf = Path(row.result_folder).name
+        found.setdefault(leaf, []).append(name)
+        if row.kind == "tf_gc":
+            found.setdefault(f"{leaf}{STD_SUFFIX}", []).append(name)
+    return found
+
+
+_FOLDER_SUBTASKS = _folder_subtasks()
 SIDE_FOLDERS = {"correct", "wrong", "real_correct", "scored_files"}  # what the official scorers write; never read
 _IMAGE_KEYS = ("q_id", "type", "question", "model_answer", "gt_answer")
 RECORD_KEYS = {"tf_gc": ("q_id", "task", "question", "edit_prompt", "model_answer", "gt_answer")}
@@ -80,25 +72,31 @@ def subtask_of_task(task: str) -> str:
 
 
 def subtask_from_path(path: Path) -> str | None:
-    """The subtask an official file belongs to, from the official folder it sits in (or a `vid_` name)."""
-    folder = path.parent.name
-    if folder in _FOLDER_SUBTASK:
-        return _FOLDER_SUBTASK[folder]
-    if folder in _KIND_FOLDERS:
-        for part in reversed(path.resolve().parent.parts[:-1]):
-            if part in ("oc", "pc"):
-                return f"{part}_{_KIND_FOLDERS[folder]}"
+    """The subtask an official file belongs to, from the official folder it sits in (a folder name two
+    families share: the nearest family folder above it decides), or a `vid_` file name."""
+    candidates = _FOLDER_SUBTASKS.get(path.parent.name, [])
+    if len(candidates) == 1:
+        return candidates[0]
+    for part in reversed(path.resolve().parent.parts[:-1] if candidates else ()):
+        chosen = [name for name in candidates if TABLE[name].family == part]
+        if chosen:
+            return chosen[0]
     if path.name.startswith("vid_"):
-        return "pc_vid"
+        return _video_subtask()
     return None
+
+
+def _video_subtask() -> str | None:
+    return next((name for name, row in TABLE.items() if row.kind == "vid"), None)
 
 
 def subtask_from_records(records: list[dict[str, Any]]) -> str | None:
     first = records[0]
     if "vid" in first:
-        return "pc_vid"
-    if "edit_prompt" in first and first.get("task") in ("mat", "trk"):
-        return f"gc_{first['task']}"
+        return _video_subtask()
+    gc = f"gc_{first.get('task')}"
+    if "edit_prompt" in first and gc in TABLE and TABLE[gc].kind == "tf_gc":
+        return gc
     return None
 
 
@@ -120,7 +118,7 @@ def collect(paths: Iterable[Path]) -> list[Path]:
         tree = []
         for dirpath, dirnames, filenames in os.walk(path):
             dirnames[:] = sorted(d for d in dirnames if d not in SIDE_FOLDERS and not d.startswith("."))
-            if Path(dirpath).name in _FOLDER_SUBTASK or Path(dirpath).name in _KIND_FOLDERS:
+            if Path(dirpath).name in _FOLDER_SUBTASKS:
                 tree += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".jsonl")]
         if not tree:
             raise OfficialFormatError(f"{path}: no official VLM2-Bench prediction file (*.jsonl) in it or in an official result folder under it")
