@@ -76,7 +76,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 # Seconds one pytest-xdist worker spends on a test module (its tests and the fixtures they build), measured
 # with `--durations` on the 2-core machine; the modules not named here take a few seconds. For queueing only
 # (utils/testing/xdist_units.py): a stale or missing figure costs minutes, never a result.
-MODULE_SECONDS: dict[str, float] = {}
+MODULE_SECONDS: dict[str, float] = {
+    "tests/bad_input/test_exit_matrix.py": 1500,  # 22 lmms-eval runs, one per case
+    "tests/upstream/test_stack.py": 600,  # the stack's build, then one pytest per PR
+    "tests/upstream/test_export_real.py": 350,
+    "tests/foundation/test_newcomer_paths.py": 280,
+    "tests/backends/test_qwen2_5_vl_e2e.py": 250,
+    "tests/humaneval_v/test_e2e.py": 250,
+    "tests/bad_input/test_runs.py": 200,
+    "tests/conformance/test_cli_replay.py": 200,
+    "tests/official/test_humaneval_v.py": 140,
+    "tests/judge/test_rescore.py": 130,
+    "tests/statistics/test_demo_statistics.py": 120,
+    "tests/docs/test_readme_claims.py": 110,
+    "tests/sandbox/test_sandbox_hostile.py": 100,
+    "tests/haerae_vision/test_e2e.py": 100,
+    "tests/vlm2_bench/test_e2e.py": 100,
+    "tests/foundation/test_packaging.py": 90,
+    "tests/humaneval_v/test_scored_once_e2e.py": 90,
+    "tests/vlm2_bench/test_vid_without_se_e2e.py": 90,
+    "tests/humaneval_v/test_v1.py": 80,
+    "tests/report/test_report_browser.py": 70,
+    "tests/official/test_round_trip.py": 60,
+    "tests/compat/test_patched_lmms_eval.py": 60,
+}
 # Queued first, in this order: the units that build the run's two longest shared fixtures (the two-model demo,
 # the export-upstream stack; utils/testing/built_once.py), one on each worker, so that neither waits for the
 # other's build and both are ready before most of the units that use them start.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ class _Factory:
 def _build(folder: Path) -> dict[str, Any]:
     with open(folder.parent.parent / "builds.log", "a", encoding="utf-8") as log:
         log.write(f"{os.getpid()}\n")
+    time.sleep(1)  # long enough for the other workers to ask while it is being built
     (folder / "made").write_text("x", encoding="utf-8")
     return {"folder": folder, "pid": os.getpid()}
 
