@@ -133,9 +133,9 @@ def _items() -> list[_Item]:
     return [
         _Item("tests/a/test_shared.py::test_one", {"runs": "module", "tmp_path": "function"}),
         _Item("tests/a/test_shared.py::test_two", {"tmp_path": "function"}),
+        _Item("tests/a/test_cases.py::test_quick"),
         _Item("tests/a/test_cases.py::test_case[x]", {"demo": "session"}, marks=("e2e",)),
         _Item("tests/a/test_cases.py::test_case[y]", {"demo": "session"}, marks=("e2e",)),
-        _Item("tests/a/test_cases.py::test_quick"),
         _Item("tests/b/test_small.py::test_small"),
         _Item("tests/b/test_first.py::test_pr[1]"),
         _Item("tests/b/test_first.py::test_pr[2]"),
