@@ -20,6 +20,7 @@ import lmms_eval.models  # noqa: F401
 import pytest
 
 from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
+from lmms_tasks.utils.testing.built_once import built_once
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
@@ -37,6 +38,8 @@ def pytest_configure(config: pytest.Config) -> None:
     user's home, and a verdict the user's cache holds never answers a test."""
     if hasattr(config, "workerinput"):
         return
+    if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
+        config.option.loadscopereorder = False
     if config.option.basetemp is None:
         config.option.basetemp = tempfile.mkdtemp(prefix="lmms_tasks-pytest-")
         setattr(config, _OWN_BASETEMP, config.option.basetemp)
@@ -70,15 +73,48 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         report.longrepr = f"loguru reported a logging error during {report.when} (see the captured output): {LOGURU_ERROR}"
 
 
+# Seconds one pytest-xdist worker spends on a test module (its tests and the fixtures they build), measured
+# with `--durations` on the 2-core machine; the modules not named here take a few seconds. For queueing only
+# (utils/testing/xdist_units.py): a stale or missing figure costs minutes, never a result.
+MODULE_SECONDS: dict[str, float] = {
+    "tests/bad_input/test_exit_matrix.py": 1500,  # 22 lmms-eval runs, one per case
+    "tests/upstream/test_stack.py": 600,  # the stack's build, then one pytest per PR
+    "tests/upstream/test_export_real.py": 350,
+    "tests/foundation/test_newcomer_paths.py": 280,
+    "tests/backends/test_qwen2_5_vl_e2e.py": 250,
+    "tests/humaneval_v/test_e2e.py": 250,
+    "tests/bad_input/test_runs.py": 200,
+    "tests/conformance/test_cli_replay.py": 200,
+    "tests/official/test_humaneval_v.py": 140,
+    "tests/judge/test_rescore.py": 130,
+    "tests/statistics/test_demo_statistics.py": 120,
+    "tests/docs/test_readme_claims.py": 110,
+    "tests/sandbox/test_sandbox_hostile.py": 100,
+    "tests/haerae_vision/test_e2e.py": 100,
+    "tests/vlm2_bench/test_e2e.py": 100,
+    "tests/foundation/test_packaging.py": 90,
+    "tests/humaneval_v/test_scored_once_e2e.py": 90,
+    "tests/vlm2_bench/test_vid_without_se_e2e.py": 90,
+    "tests/humaneval_v/test_v1.py": 80,
+    "tests/report/test_report_browser.py": 70,
+    "tests/official/test_round_trip.py": 60,
+    "tests/compat/test_patched_lmms_eval.py": 60,
+}
+# Queued first, in this order: the units that build the run's two longest shared fixtures (the two-model demo,
+# the export-upstream stack; utils/testing/built_once.py), one on each worker, so that neither waits for the
+# other's build and both are ready before most of the units that use them start.
+FIRST = ("tests/foundation/test_multiprocess_parity.py", "tests/upstream/test_stack.py::test_applied_pr_by_pr_each_prs_tests_pass")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the markers into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n N --dist loadgroup`, as scripts/test.sh runs the suite) a worker takes whole
-    groups: one group per test module, so a module's fixtures (one lmms-eval run shared by its tests) are
-    built once, and one group for every module that uses the session demo, so the demo runs once."""
-    demo = {item.nodeid.split("::")[0] for item in items if "demo_two_models" in getattr(item, "fixturenames", ())}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("demo" if module in demo else module))
+    """Under pytest-xdist (`-n N --dist loadgroup`, as scripts/test.sh runs the suite) a worker takes whole units:
+    a module whose tests share a module-scoped fixture, or else a single test; queued longest first (see
+    utils/testing/xdist_units.py; `pytest_configure` turns off pytest-xdist's own reordering by number of
+    tests). In one process the tests keep their file order."""
+    from lmms_tasks.utils.testing.xdist_units import plan
+
+    plan(items, MODULE_SECONDS, FIRST, reorder=bool(getattr(config.option, "loadgroup", False)))
 
 
 _UNGROUPED = "_lmms_tasks_ungrouped"
@@ -112,8 +148,7 @@ def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
     from lmms_tasks import BENCHMARKS
     from lmms_tasks.utils.testing.demo import run_demo
 
-    work = tmp_path_factory.mktemp("demo_two_models")
-    return work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)
+    return built_once(tmp_path_factory, "demo_two_models", lambda work: (work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)))
 
 
 def include_path_only(fixture: Any) -> Any:
@@ -128,15 +163,20 @@ def patched_lmms_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run a command with `patched.env(path, env)` to use it."""
     from lmms_tasks.utils.testing.patched import patched_copy
 
-    return patched_copy(tmp_path_factory.mktemp("patched_lmms_eval"))
+    return built_once(tmp_path_factory, "patched_lmms_eval", patched_copy)
 
 
 @pytest.fixture(scope="session")
 def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny Qwen2.5-VL, built once per test session (a few seconds, nothing downloaded)."""
+    from lmms_tasks.utils.testing.oplog import op
     from lmms_tasks.utils.testing.tiny_vlm import build
 
-    return build(tmp_path_factory.mktemp("tiny-qwen2.5-vl") / "model")
+    def make(folder: Path) -> Path:
+        with op("tiny-model"):
+            return build(folder / "model")
+
+    return built_once(tmp_path_factory, "tiny-qwen2.5-vl", make)
 
 
 @pytest.fixture

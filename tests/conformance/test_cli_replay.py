@@ -1,7 +1,7 @@
 """Every specified reply case of every benchmark, replayed through the real `lmms-eval` CLI.
 
 The stand-in server answers each record with its case's raw reply (whitespace, `<think>` blocks, empty and
-null content, unicode included); one lmms-eval run per benchmark. For every case the verdict found in the
+null content, unicode included); one lmms-eval run for every benchmark's cases. For every case the verdict found in the
 run's outputs (samples file, execution and judgement records, the judge's request) must equal both the
 verdict of the task's hooks called directly on the same reply and the official verdict in the table
 (`lmms_tasks.utils.testing.cases`). Whatever lmms-eval does to a response before our hooks (reasoning-tag
@@ -40,29 +40,39 @@ def _as_model_gives_it(reply: str | None) -> str:
     return "" if reply is None else reply
 
 
+# Every benchmark's case set: (cases module, its tasks, the extra environment its tasks need).
+CASE_SETS: dict[str, tuple[Any, list[str], dict[str, str]]] = {
+    "vlm2": (vlm2_cases, [f"vlm2_bench_{s}" for s in vlm2_cases.subtasks()], {}),
+    "hev": (hev_cases, ["humaneval_v_v2c", "humaneval_v_v2c_pass3"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}),
+    "hev1": (hev1_cases, ["humaneval_v1"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}),
+    "hv": (hv_cases, ["haerae_vision"], {}),
+}
+
+
 @pytest.fixture(scope="module", params=["stock", "patched"])
 def replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """replay(name, cases module, tasks, extra env) -> (run, judge requests, fixtures): writes the cases'
-    dataset, scripts their replies, runs lmms-eval once; the direct hook calls of the tests then read the
-    same data and caches (set in this process for the module)."""
+    """replay(name) -> (run, judge requests, fixtures of that case set): every case set's dataset written and its
+    replies scripted on one stand-in server, then one lmms-eval run over the tasks of all of them (one start-up,
+    not one per benchmark: the cases tell their records apart by their own markers); the direct hook calls of the
+    tests then read the same data and caches (set in this process for the module)."""
     with pytest.MonkeyPatch.context() as patch:
-
-        def run(name: str, cases: Any, tasks: list[str], extra: dict[str, str] | None = None) -> tuple[RunResult, list[Any], Any]:
-            work = tmp_path_factory.mktemp(f"conformance_{name}_{request.param}")
-            fixtures = cases.write(work / "data")
-            with StandInServer(default_reply=None) as server:
+        work = tmp_path_factory.mktemp(f"conformance_{request.param}")
+        fixtures = {name: cases.write(work / "data" / name) for name, (cases, _, _) in CASE_SETS.items()}
+        data_env = {key: value for found in fixtures.values() for key, value in found.env.items()}
+        extra = {key: value for _, _, wanted in CASE_SETS.values() for key, value in wanted.items()}
+        with StandInServer(default_reply=None) as server:
+            for cases, _, _ in CASE_SETS.values():
                 cases.script(server)
-                env = offline_env(server.base_url, work, fixtures.env, extra=extra)
-                for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *fixtures.env, *(extra or {})):
-                    patch.setenv(key, env[key])
-                if request.param == "patched":
-                    env = patched.env(request.getfixturevalue("patched_lmms_eval"), env)
-                result = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
-                assert ("lmms-tasks compat: backported" in result.stdout + result.stderr) == (request.param == "stock")
-                judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
-            return result, judge_requests, fixtures
-
-        yield run
+            env = offline_env(server.base_url, work, data_env, extra=extra)
+            for key in ("HF_HOME", "HF_DATASETS_CACHE", "LMMS_TASKS_EXEC_CACHE_DIR", "LMMS_TASKS_JUDGE_CACHE_DIR", *data_env, *extra):
+                patch.setenv(key, env[key])
+            if request.param == "patched":
+                env = patched.env(request.getfixturevalue("patched_lmms_eval"), env)
+            tasks = [task for _, tasks_of, _ in CASE_SETS.values() for task in tasks_of]
+            result = run_lmms_eval(tasks, server.base_url, work / "out", env=env).check()
+            assert ("lmms-tasks compat: backported" in result.stdout + result.stderr) == (request.param == "stock")
+            judge_requests = [r for r in server.requests if r.model == STAND_IN_JUDGE]
+        yield lambda name: (result, judge_requests, fixtures[name])
 
 
 # -- VLM2-Bench ------------------------------------------------------------------------------------------
@@ -70,7 +80,7 @@ def replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="module")
 def vlm2(replay: Any) -> dict[str, Any]:
-    run, judge_requests, fixtures = replay("vlm2", vlm2_cases, [f"vlm2_bench_{s}" for s in vlm2_cases.subtasks()])
+    run, judge_requests, fixtures = replay("vlm2")
     from lmms_tasks.utils.vlm2_bench.data import load_docs
 
     docs = {s: {d["q_id"]: d for d in load_docs(s, fixtures.root)} for s in vlm2_cases.subtasks() if s != "pc_vid"}
@@ -110,7 +120,7 @@ def test_vlm2_bench_video_reply_and_judge(vlm2: dict[str, Any], case: vlm2_cases
 
 @pytest.fixture(scope="module")
 def humaneval_v(replay: Any) -> dict[str, Any]:
-    run, _, _ = replay("hev", hev_cases, ["humaneval_v_v2c", "humaneval_v_v2c_pass3"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+    run, _, _ = replay("hev")
     from lmms_tasks.utils.humaneval_v import hooks
 
     docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v_v2c")()["test"]}
@@ -155,7 +165,7 @@ def test_humaneval_v_scores_follow_the_cases(humaneval_v: dict[str, Any]) -> Non
 def humaneval_v1(replay: Any) -> dict[str, Any]:
     """Every v1 row as the reply of its own task, through `humaneval_v1` (one lmms-eval run): a row's
     expected verdict is the official one on the reply as given (what v1's evaluate.py scores)."""
-    run, _, _ = replay("hev1", hev1_cases, ["humaneval_v1"], {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+    run, _, _ = replay("hev1")
     from lmms_tasks.utils.humaneval_v import hooks, metrics
 
     docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v1")()["test"]}
@@ -191,7 +201,7 @@ def test_humaneval_v1_scores_follow_the_cases(humaneval_v1: dict[str, Any]) -> N
 
 @pytest.fixture(scope="module")
 def haerae(replay: Any) -> dict[str, Any]:
-    run, judge_requests, _ = replay("hv", hv_cases, ["haerae_vision"])
+    run, judge_requests, _ = replay("hv")
     from lmms_tasks.utils.haerae_vision import data
 
     docs = {variant: {hv_cases.case_name(d["question_used"]): d for d in data.load_docs(variant)} for variant in ("original", "explicit")}

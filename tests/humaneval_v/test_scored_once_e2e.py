@@ -14,6 +14,7 @@ import pytest
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.unhurried import unhurried_site
 
 pytestmark = pytest.mark.e2e
 
@@ -41,9 +42,7 @@ sandbox._execute = _execute
 def run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     work = tmp_path_factory.mktemp("hev_once")
     fixtures = fx.write(work / "data")
-    site = work / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    site = unhurried_site(work / "site", extra=SITECUSTOMIZE)  # the other programs finish: no official 2 s bound (issue 43)
     with StandInServer(default_reply=None) as server:
         for row in fixtures.records[fx.RECORDS_KEY]:
             sig = row["function_signature"].splitlines()[0]

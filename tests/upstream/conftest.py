@@ -4,6 +4,7 @@ checkout, so the exporter is tested on known input independently of the real ben
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -238,21 +239,71 @@ def frozen_tree(tree: SourceTree, dest: Path) -> SourceTree:
     )
 
 
-@pytest.fixture(scope="session")
-def stack_export(tmp_path_factory: pytest.TempPathFactory) -> StackExport:
-    """`export-upstream` (the stack) of every benchmark for a checkout of lmms-eval 0.7.3 as installed."""
+def _build_stack_export(base: Path) -> StackExport:
     import shutil
 
     import lmms_eval
 
     from lmms_tasks.utils.commands.upstream.cli import export_stack
     from lmms_tasks.utils.commands.upstream.sources import default_tree
+    from lmms_tasks.utils.testing.oplog import op
 
-    base = tmp_path_factory.mktemp("stack_export")
     root = base / "checkout"
     shutil.copytree(Path(lmms_eval.__file__).parent, root / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__", "tasks"))
     (root / "lmms_eval" / "tasks").mkdir()
     tree = frozen_tree(default_tree(), base / "src")
-    built, _ = export_stack(root, tree)
+    with op("stack-export"):
+        built, _ = export_stack(root, tree)
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in (root / "lmms_tasks_stack").rglob("*") if p.is_file()}
     return StackExport(tree, built, files)
+
+
+@pytest.fixture(scope="session")
+def stack_export(tmp_path_factory: pytest.TempPathFactory) -> StackExport:
+    """`export-upstream` (the stack) of every benchmark for a checkout of lmms-eval 0.7.3 as installed, built once
+    per test run (utils/testing/built_once.py)."""
+    from lmms_tasks.utils.testing.built_once import built_once
+
+    return built_once(tmp_path_factory, "stack_export", _build_stack_export)
+
+
+@dataclass
+class AppliedStack:
+    """A git repository holding lmms-eval as installed (its first commit), then the stack applied with `git am`
+    one PR at a time, as a contributor stacks the branches: `commits[i]` is the commit after PR i (stack order).
+    Where `git am` refused a PR, `refused` names it with git's error, and `commits` stops before it."""
+
+    repo: Path
+    commits: list[str]
+    refused: tuple[str, str] | None
+
+    def checkout(self, dest: Path, index: int | None = None) -> Path:
+        """A clone of the repository (its own working tree) at the commit after PR `index` (default: the last PR)."""
+        import subprocess
+
+        commit = self.commits[-1 if index is None else index]
+        subprocess.run(["git", "clone", "-q", "--shared", str(self.repo), str(dest)], check=True, capture_output=True)
+        subprocess.run(["git", "checkout", "-q", "--detach", commit], cwd=dest, check=True, capture_output=True)
+        return dest
+
+
+def _apply_stack(stack_export: StackExport, base: Path) -> AppliedStack:
+    import subprocess
+
+    repo = stack_export.checkout(base / "repo")
+    commits: list[str] = []
+    for patch, pr in zip(stack_export.patches, stack_export.stack.prs):
+        applied = subprocess.run([*_GIT, "am", "-q", patch], cwd=repo, capture_output=True, text=True, check=False)
+        if applied.returncode != 0:
+            return AppliedStack(repo, commits, (pr.name, f"{patch}: {applied.stderr}"))
+        commits.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip())
+    return AppliedStack(repo, commits, None)
+
+
+@pytest.fixture(scope="session")
+def stack_applied(tmp_path_factory: pytest.TempPathFactory, stack_export: StackExport) -> AppliedStack:
+    """The stack applied PR by PR with `git am` to lmms-eval as installed, once per test run: the PR-by-PR test
+    checks out each PR's commit, tests/upstream/test_export_real.py the last one."""
+    from lmms_tasks.utils.testing.built_once import built_once
+
+    return built_once(tmp_path_factory, "stack_applied", lambda base: _apply_stack(stack_export, base))

@@ -32,6 +32,7 @@ from lmms_tasks.utils.testing.demo import stage_env as demo_stage_env
 from lmms_tasks.utils.testing.demo import stages as demo_stages
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.oplog import op
 
 
 class Site:
@@ -46,10 +47,11 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, stack_export: Any) -> Site:
+def site(tmp_path_factory: pytest.TempPathFactory, stack_export: Any, request: pytest.FixtureRequest) -> Site:
     """tmp/site/lmms_eval: a copy of the installed package with the whole stack applied with `git am`, as a
-    contributor's last branch has it (the core PRs, then every benchmark PR). `LMMS_TASKS_UPSTREAM_SITE` names
-    another checkout, already exported and patched, to use instead (scripts/check_lmms_eval_main.sh: lmms-eval main)."""
+    contributor's last branch has it (the core PRs, then every benchmark PR): a clone of `stack_applied` (applied
+    PR by PR once per test run) at its last PR. `LMMS_TASKS_UPSTREAM_SITE` names another checkout, already
+    exported and patched, to use instead (scripts/check_lmms_eval_main.sh: lmms-eval main)."""
     base = tmp_path_factory.mktemp("upstream")
     poison = base / "poison"
     (poison / "lmms_tasks").mkdir(parents=True)
@@ -58,10 +60,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, stack_export: Any) -> Site:
         root = Path(os.environ["LMMS_TASKS_UPSTREAM_SITE"])
         assert (root / "lmms_eval" / "tasks" / ".lmms_tasks_export.json").is_file(), f"{root}: not an exported checkout"
         return Site(root, poison, sorted(stack_export.stack.export.plan.files), stack_export.tree)
-    root = stack_export.checkout(base / "site")
-    git = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid"]
-    applied = subprocess.run([*git, "am", "-q", *stack_export.patches], cwd=root, capture_output=True, text=True, check=False)
-    assert applied.returncode == 0, applied.stderr
+    applied = request.getfixturevalue("stack_applied")
+    assert applied.refused is None, f"git am refused {applied.refused}"
+    root = applied.checkout(base / "site")
     log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
     assert len(log) == 1 + len(stack_export.stack.prs) and all(line.startswith(("feat(", "fix(")) for line in log[:-1])
     files = sorted(f for f in stack_export.stack.export.plan.files)
@@ -192,7 +193,8 @@ def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:
     folders = [f"test/eval/{name}" for name in folders]
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *folders, "-m", "not e2e and not slow"]
     command += ["--ignore=test/eval/sandbox/test_sandbox_hostile.py"]
-    out = subprocess.run(command, env=site.env(), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
+    with op("pytest-in-checkout", "every exported folder"):
+        out = subprocess.run(command, env=site.env(), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     passed = re.search(r"(\d+) passed", out.stdout)
     assert passed and int(passed.group(1)) >= 100, out.stdout[-1000:]

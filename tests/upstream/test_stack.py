@@ -20,6 +20,7 @@ from lmms_tasks.utils.commands.upstream import exporter, series, stack
 from lmms_tasks.utils.commands.upstream.cli import export, export_stack
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
 from lmms_tasks.utils.commands.upstream.style import detect_style
+from lmms_tasks.utils.testing.oplog import op
 
 GIT = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid", "-c", "commit.gpgsign=false"]
 
@@ -77,22 +78,37 @@ def test_docs_upstream_shows_the_stack_of_list(stack_export: Any) -> None:
     assert [{k: v for k, v in pr.items() if k not in drop} for pr in doc] == [{k: v for k, v in pr.items() if k not in drop} for pr in listed]
 
 
+def _stack_names() -> list[str]:
+    """The stack's PRs in order, as known before it is built (test_the_stack_is_... checks the built one is this)."""
+    from lmms_tasks.utils.commands.upstream.sources import default_tree
+
+    return [*series.names("0.7.3"), *(s.name for s in exporter.SERVICES), *default_tree().benchmarks]
+
+
+STACK_NAMES = _stack_names()
+
+
 @pytest.mark.slow
-def test_applied_pr_by_pr_each_prs_tests_pass(stack_export: Any, tmp_path: Path) -> None:
-    """A checkout of lmms-eval 0.7.3 (as installed) gets the stack one PR at a time with `git am`; after each, the tests
-    that PR adds or touches run there (`lmms_tasks` unimportable; CLI subprocess tests marked slow left out), and must pass."""
-    root = stack_export.checkout(tmp_path / "checkout")
+@pytest.mark.parametrize("index", range(len(STACK_NAMES)), ids=[f"{i:02d}-{name}" for i, name in enumerate(STACK_NAMES, start=1)])
+def test_applied_pr_by_pr_each_prs_tests_pass(index: int, stack_export: Any, stack_applied: Any, tmp_path: Path) -> None:
+    """A checkout of lmms-eval 0.7.3 (as installed) gets the stack one PR at a time with `git am` (`stack_applied`,
+    once per run); checked out right after this PR, the tests it adds or touches run there (`lmms_tasks` unimportable;
+    CLI subprocess tests marked slow left out), and must pass. One case per PR: the cases spread over the workers."""
+    prs = stack_export.stack.prs
+    assert [pr.name for pr in prs] == STACK_NAMES
+    pr = prs[index]
+    assert stack_applied.refused is None or STACK_NAMES.index(stack_applied.refused[0]) > index, f"git am refused {stack_applied.refused}"
+    root = stack_applied.checkout(tmp_path / "checkout", index)
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log[::-1][1:] == [p.title for p in prs[: index + 1]]  # on top of the ones before it, in order
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_poison(tmp_path / "poison")), str(root)])}
-    timings = []
-    for patch, pr in zip(stack_export.patches, stack_export.stack.prs):
-        applied = subprocess.run([*GIT, "am", "-q", patch], cwd=root, capture_output=True, text=True, check=False)
-        assert applied.returncode == 0, f"{patch}: {applied.stderr}"
-        tests = sorted({f for f in pr.files if re.search(r"^test/.*/test_[^/]+\.py$", f)})
-        if pr.kind == "benchmark":
-            tests = [f"test/eval/{pr.name}"]
-            assert all((root / f).exists() for f in pr.files)
-        assert tests, f"{pr.name} brings no test"
-        start = time.monotonic()
+    tests = sorted({f for f in pr.files if re.search(r"^test/.*/test_[^/]+\.py$", f)})
+    if pr.kind == "benchmark":
+        tests = [f"test/eval/{pr.name}"]
+        assert all((root / f).exists() for f in pr.files)
+    assert tests, f"{pr.name} brings no test"
+    start = time.monotonic()
+    with op("pytest-in-checkout", pr.name):
         out = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-m", "not slow and not e2e", *tests],
             cwd=root,
@@ -102,12 +118,9 @@ def test_applied_pr_by_pr_each_prs_tests_pass(stack_export: Any, tmp_path: Path)
             timeout=600,
             check=False,
         )
-        summary = (re.findall(r"\d+ passed[^\n]*", out.stdout) or ["?"])[-1]
-        timings.append(f"{pr.name}: {time.monotonic() - start:.0f} s ({summary})")
-        assert out.returncode == 0, f"{pr.name}: {out.stdout[-4000:]}{out.stderr[-2000:]}"
-    log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
-    assert log[::-1][1:] == [pr.title for pr in stack_export.stack.prs]
-    print("\n".join(timings))
+    summary = (re.findall(r"\d+ passed[^\n]*", out.stdout) or ["?"])[-1]
+    assert out.returncode == 0, f"{pr.name}: {out.stdout[-4000:]}{out.stderr[-2000:]}"
+    print(f"{pr.name}: {time.monotonic() - start:.0f} s ({summary})")
 
 
 def test_size_of_each_benchmark_pr(stack_export: Any) -> None:

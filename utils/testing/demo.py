@@ -28,6 +28,7 @@ from typing import Any
 from lmms_tasks import BENCHMARKS
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import RecordedRequest, StandInServer
+from lmms_tasks.utils.testing.oplog import op
 
 # Fixture code only: the demo runs the HumanEval-V programs it scripted itself, in the sandbox.
 DEMO_ENV = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}
@@ -84,6 +85,11 @@ def run_demo(
     """
     if models not in (1, 2):
         raise ValueError(f"the demo has 1 or 2 stand-in models, not {models}")
+    with op("demo", f"{','.join(benchmarks)} models={models} processes={num_processes}"):
+        return _run_demo(benchmarks, work_dir, num_processes, quiet, models)
+
+
+def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: bool, models: int) -> DemoOutcome:
     say = (lambda *a, **k: None) if quiet else print
     outcome = DemoOutcome()
     runs = outcome.runs

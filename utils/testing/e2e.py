@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.testing.oplog import op
 
 STAND_IN_MODEL = "stand-in-vlm"
 STAND_IN_JUDGE = "stand-in-judge"
@@ -216,15 +217,16 @@ def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str],
     """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir`."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        command,
-        env=dict(env),
-        cwd=str(cwd or output_dir),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    with op("lmms-eval", " ".join(command[command.index("--tasks") + 1 : command.index("--tasks") + 2] if "--tasks" in command else command[:3])):
+        proc = subprocess.run(
+            command,
+            env=dict(env),
+            cwd=str(cwd or output_dir),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     result = RunResult(command=command, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, output_dir=output_dir)
     return collect_outputs(result)
 

@@ -18,9 +18,15 @@ from pathlib import Path
 import lmms_eval
 
 from lmms_tasks.utils.commands.upstream.series import patch_files
+from lmms_tasks.utils.testing.oplog import op
 
 
 def patched_copy(dest: Path, version: str = "0.7.3") -> Path:
+    with op("patched-lmms-eval", version):
+        return _patched_copy(dest, version)
+
+
+def _patched_copy(dest: Path, version: str) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(Path(lmms_eval.__file__).parent, dest / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__"))
     for patch in patch_files(version):
