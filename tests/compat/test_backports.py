@@ -37,8 +37,10 @@ def test_task_config_accepts_the_patched_fields() -> None:
     config = TaskConfig(task="t", strip_responses=False, custom_dataset=len, process_results_batch=list, score_each_repeat=True)
     assert config.strip_responses is False and config.custom_dataset is len and config["task"] == "t"
     assert config.process_results_batch is list and config.score_each_repeat is True
-    assert TaskConfig(task="t").strip_responses is True and TaskConfig(task="t").custom_dataset is None
-    assert TaskConfig(task="t").process_results_batch is None and TaskConfig(task="t").score_each_repeat is False
+    # every added field defaults to None (strip_responses None strips, as before), so a plain task's saved config keeps its keys
+    assert TaskConfig(task="t").strip_responses is None and TaskConfig(task="t").custom_dataset is None
+    assert TaskConfig(task="t").process_results_batch is None and TaskConfig(task="t").score_each_repeat is None
+    assert not {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} & set(TaskConfig(task="t").to_dict())
     with pytest.raises(TypeError):
         TaskConfig(task="t", no_such_field=1)  # still strict about unknown keys
     assert {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} <= {f.name for f in dataclasses.fields(TaskConfig)}
