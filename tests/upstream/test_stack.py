@@ -54,10 +54,10 @@ def test_the_stack_is_the_core_patches_then_the_shared_services_then_one_pr_per_
     assert "0004-task-load-retry-network-errors" not in by_name["vlm2_bench"].needs
     # each service PR holds its modules and its tests; the benchmark PRs that call it need it and leave its files alone
     cache, judge, sandbox = by_name["task_cache"], by_name["judge_client"], by_name["code_sandbox"]
-    assert "lmms_eval/tasks/_task_utils/lmms_tasks/services/cache.py" in cache.files and "test/eval/cache/test_cache.py" in cache.files
+    assert "lmms_eval/tasks/_task_utils/task_runtime/services/cache.py" in cache.files and "test/eval/cache/test_cache.py" in cache.files
     assert judge.needs[-1:] == sandbox.needs == ["task_cache"]  # each service needs the cache, not the other service
-    assert {"lmms_eval/tasks/_task_utils/lmms_tasks/services/judge.py", "lmms_eval/tasks/_task_utils/lmms_tasks/services/verdicts.py"} <= set(judge.files)
-    assert {"lmms_eval/tasks/_task_utils/lmms_tasks/services/sandbox.py", "lmms_eval/tasks/_task_utils/lmms_tasks/services/sandbox_child.py"} <= set(sandbox.files)
+    assert {"lmms_eval/tasks/_task_utils/task_runtime/services/judge.py", "lmms_eval/tasks/_task_utils/task_runtime/services/verdicts.py"} <= set(judge.files)
+    assert {"lmms_eval/tasks/_task_utils/task_runtime/services/sandbox.py", "lmms_eval/tasks/_task_utils/task_runtime/services/sandbox_child.py"} <= set(sandbox.files)
     assert any(f.startswith("test/eval/judge/test_") for f in judge.files) and "test/eval/sandbox/test_sandbox_hostile.py" in sandbox.files
     assert "judge_client" in by_name["haerae_vision"].needs and "code_sandbox" in by_name["humaneval_v"].needs and "code_sandbox" not in by_name["haerae_vision"].needs
     service_files = set(cache.files) | set(judge.files) | set(sandbox.files)
