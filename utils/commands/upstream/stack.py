@@ -412,6 +412,16 @@ def _named_by(sources: dict[str, bytes], files: dict[str, bytes]) -> set[str]:
     return needed
 
 
+# What a user of one benchmark must know before running it (the Risk bullet of its PR).
+BENCHMARK_RISK = {
+    "humaneval_v": (
+        "Scoring executes model-written code (in the code-execution PR's sandbox) and lints it with pylint, which lmms-eval "
+        "does not install: the tasks refuse when they load, before any inference, unless `HUMANEVAL_V_ALLOW_CODE_EXECUTION=1` "
+        "is set and `pylint==3.3.4` is installed."
+    ),
+}
+
+
 def _benchmark_body(benchmark: str, display: str, names: list[str], files: list[str], needs: list[str]) -> str:
     return template(
         [
@@ -428,7 +438,7 @@ def _benchmark_body(benchmark: str, display: str, names: list[str], files: list[
             "The core changes and shared services it needs come in their own PRs: " + (", ".join(f"`{n}`" for n in needs) or "none") + ".",
         ],
         benchmark,
-        ["None for existing tasks: a new task folder only."],
+        ["None for existing tasks: a new task folder only.", *([BENCHMARK_RISK[benchmark]] if benchmark in BENCHMARK_RISK else [])],
         ("New benchmark/task",),
     )
 
