@@ -46,7 +46,7 @@ def test_task_config_accepts_the_patched_fields() -> None:
     assert {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} <= {f.name for f in dataclasses.fields(TaskConfig)}
 
 
-def _task(strip: bool, output_type: str = "generate_until") -> Any:
+def _task(strip: bool | None, output_type: str = "generate_until") -> Any:
     from lmms_eval.api.task import ConfigurableTask
 
     seen: list[Any] = []
@@ -70,8 +70,9 @@ def test_strip_responses_false_keeps_whitespace(results: list[Any], expected: li
     assert seen == [expected]
 
 
-def test_strip_responses_true_is_lmms_evals_own_strip() -> None:
-    task, seen = _task(strip=True)
+@pytest.mark.parametrize("strip", [True, None], ids=["true", "default-none"])
+def test_strip_responses_true_or_unset_is_lmms_evals_own_strip(strip: bool | None) -> None:
+    task, seen = _task(strip=strip)
     task.process_results({}, ["  x \n"])
     assert seen == [["x"]]
 
