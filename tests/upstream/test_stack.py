@@ -63,7 +63,7 @@ def test_the_stack_is_the_core_patches_then_the_shared_services_then_one_pr_per_
     assert any(f.startswith("test/eval/judge/test_") for f in judge.files) and "test/eval/sandbox/test_sandbox_hostile.py" in sandbox.files
     assert "judge_client" in by_name["haerae_vision"].needs and "code_sandbox" in by_name["humaneval_v"].needs and "code_sandbox" not in by_name["haerae_vision"].needs
     assert {"lmms_eval/tasks/_task_utils/task_runtime/services/data.py", "lmms_eval/tasks/_task_utils/task_runtime/services/schema.py"} <= set(data.files)
-    assert "test/eval/data/test_task_data.py" in data.files
+    assert "test/eval/task_data/test_task_data.py" in data.files
     service_files = set(cache.files) | set(judge.files) | set(data.files) | set(sandbox.files)
     for benchmark in stack_export.tree.benchmarks:
         assert set(by_name[benchmark].files) & service_files == set(), benchmark  # the shared package's BENCHMARKS is found, not listed

@@ -80,7 +80,7 @@ SERVICES = (
     Service(
         "task_data",
         ("services.data", "services.schema", "services.stats", "services.model_args", "services.prompts"),
-        "data",
+        "task_data",  # not "data": lmms-eval's .gitignore ignores data/ folders
         "feat(tasks): load-time data checks, pinned data sources and per-unit standard errors for task folders",
         "What task folders that build their own documents share, so each benchmark's PR adds only its own folder: a "
         "`custom_dataset` loader per task that reads a local copy named by one environment variable or the Hub at a pinned "
