@@ -37,14 +37,16 @@ def test_task_config_accepts_the_patched_fields() -> None:
     config = TaskConfig(task="t", strip_responses=False, custom_dataset=len, process_results_batch=list, score_each_repeat=True)
     assert config.strip_responses is False and config.custom_dataset is len and config["task"] == "t"
     assert config.process_results_batch is list and config.score_each_repeat is True
-    assert TaskConfig(task="t").strip_responses is True and TaskConfig(task="t").custom_dataset is None
-    assert TaskConfig(task="t").process_results_batch is None and TaskConfig(task="t").score_each_repeat is False
+    # every added field defaults to None (strip_responses None strips, as before), so a plain task's saved config keeps its keys
+    assert TaskConfig(task="t").strip_responses is None and TaskConfig(task="t").custom_dataset is None
+    assert TaskConfig(task="t").process_results_batch is None and TaskConfig(task="t").score_each_repeat is None
+    assert not {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} & set(TaskConfig(task="t").to_dict())
     with pytest.raises(TypeError):
         TaskConfig(task="t", no_such_field=1)  # still strict about unknown keys
     assert {"strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"} <= {f.name for f in dataclasses.fields(TaskConfig)}
 
 
-def _task(strip: bool, output_type: str = "generate_until") -> Any:
+def _task(strip: bool | None, output_type: str = "generate_until") -> Any:
     from lmms_eval.api.task import ConfigurableTask
 
     seen: list[Any] = []
@@ -68,8 +70,9 @@ def test_strip_responses_false_keeps_whitespace(results: list[Any], expected: li
     assert seen == [expected]
 
 
-def test_strip_responses_true_is_lmms_evals_own_strip() -> None:
-    task, seen = _task(strip=True)
+@pytest.mark.parametrize("strip", [True, None], ids=["true", "default-none"])
+def test_strip_responses_true_or_unset_is_lmms_evals_own_strip(strip: bool | None) -> None:
+    task, seen = _task(strip=strip)
     task.process_results({}, ["  x \n"])
     assert seen == [["x"]]
 

@@ -44,6 +44,22 @@ def test_refused_without_opt_in(data: fx.FixtureSet, monkeypatch: pytest.MonkeyP
         docs("humaneval_v_v2t")
 
 
+def test_refused_at_load_without_pylint_the_gate_needs(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring lints every program with pylint, a dependency lmms-eval does not install: the task checks it when it loads,
+    with the opt-in, so a missing pylint stops the run before any inference rather than after it."""
+    from importlib.metadata import PackageNotFoundError
+
+    def missing() -> str:
+        raise PackageNotFoundError("pylint")
+
+    monkeypatch.setattr(execution.gate, "pylint_version", missing)
+    for task in ("humaneval_v_v2c", "humaneval_v_t2c"):
+        with pytest.raises(CodeExecutionNotAllowed, match=rf"^{task}: .*pylint.*pip install 'pylint==3\.3\.4'") as refused:
+            docs(task)
+        assert refused.value.exit_status == 1
+    assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams lints nothing
+
+
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
     v2c = docs("humaneval_v_v2c")

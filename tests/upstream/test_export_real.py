@@ -24,6 +24,7 @@ import pytest
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.upstream import stack
 from lmms_tasks.utils.commands.upstream.cli import export
+from lmms_tasks.utils.commands.upstream.pyrewrite import exported_env
 from lmms_tasks.utils.commands.upstream.series import missing_features
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree, default_tree
 from lmms_tasks.utils.commands.upstream.writer import MANIFEST_PATH
@@ -41,7 +42,7 @@ class Site:
         self.benchmarks = tree.benchmarks
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(base if base is not None else os.environ)
+        env = exported_env(dict(base if base is not None else os.environ), self.tree.package)  # the exported code reads LMMS_EVAL_*
         env["PYTHONPATH"] = os.pathsep.join([str(self.poison), str(self.root)])
         return env
 
@@ -83,7 +84,7 @@ def test_without_include_path_task_manager_lists_every_task_and_group(site: Site
         "from lmms_eval.utils import load_yaml_config\n"
         "index = TaskManager(verbosity='ERROR').task_index\n"
         f"ours = {{k: v for k, v in index.items() if str(v.get('yaml_path', '')).startswith({prefixes!r})}}\n"
-        "from lmms_eval.tasks._task_utils.lmms_tasks.services.taskconfig import task_yaml_path\n"
+        "from lmms_eval.tasks._task_utils.task_runtime.services.taskconfig import task_yaml_path\n"
         "for name, v in ours.items():\n"
         "    load_yaml_config(v['yaml_path'], mode='full')  # imports every !function hook\n"
         "    if v['type'] == 'task':  # per-task settings are read back from the exported YAML\n"
@@ -159,11 +160,11 @@ def test_what_an_lmms_eval_user_reads_points_only_at_what_lmms_eval_has(site: Si
 
     assert all(HOME_ONLY.search(text) for text in (HELP["judge_docs"], HELP["rescore"], HELP["media_stats"]))
     probe = (
-        "from lmms_eval.tasks._task_utils.lmms_tasks import HELP\n"
-        "from lmms_eval.tasks._task_utils.lmms_tasks.services.model_args import model_args_warnings\n"
-        "print(HELP == %r)\n"
+        "from lmms_eval.tasks._task_utils.task_runtime import HELP\n"
+        "from lmms_eval.tasks._task_utils.task_runtime.services.model_args import model_args_warnings\n"
+        f"print(HELP == {UPSTREAM_HELP!r})\n"
         "print(model_args_warnings('haerae_vision_original', ['lmms-eval', '--model', 'vllm', '--model_args', 'model=m,max_new_tokens=1'])[-1])\n"
-    ) % (UPSTREAM_HELP,)
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=site.root, env=site.env(), capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
     assert out[0] == "True"
     assert out[1].endswith(UPSTREAM_HELP["media_stats"].format(task="haerae_vision_original")), out

@@ -31,13 +31,13 @@ EXPECTED_FILES = {
     "lmms_eval/tasks/mybench/lib/__init__.py",
     "lmms_eval/tasks/mybench/lib/hooks.py",
     "lmms_eval/tasks/mybench/lib/parse.py",
-    "lmms_eval/tasks/_task_utils/minipkg/__init__.py",
-    "lmms_eval/tasks/_task_utils/minipkg/text.py",
-    "lmms_eval/tasks/_task_utils/minipkg/shared.py",
-    "lmms_eval/tasks/_task_utils/minipkg/child.py",
-    "lmms_eval/tasks/_task_utils/minipkg/prompts.py",
-    "lmms_eval/tasks/_task_utils/minipkg/resources/__init__.py",
-    "lmms_eval/tasks/_task_utils/minipkg/resources/table.json",
+    "lmms_eval/tasks/_task_utils/task_runtime/__init__.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/text.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/shared.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/child.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/prompts.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/resources/__init__.py",
+    "lmms_eval/tasks/_task_utils/task_runtime/resources/table.json",
     "test/eval/mybench/__init__.py",
     "test/eval/mybench/conftest.py",
     "test/eval/mybench/test_hooks.py",
@@ -60,12 +60,15 @@ def test_export_writes_exactly_what_the_imports_reach(mini_tree: SourceTree, fak
     result, outcome = export(fake_checkout, mini_tree, format_code=False, patches=False)
     assert set(result.plan.files) == EXPECTED_FILES
     assert set(outcome.written) == EXPECTED_FILES
-    assert not (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/unused.py").exists()
+    assert not (fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/unused.py").exists()
     manifest = json.loads((fake_checkout / "lmms_eval/tasks/.lmms_tasks_export.json").read_text())
     assert set(manifest["files"]) == EXPECTED_FILES
     assert manifest["files"]["lmms_eval/tasks/mybench/utils.py"] == hashlib.sha256((fake_checkout / "lmms_eval/tasks/mybench/utils.py").read_bytes()).hexdigest()
-    init = (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/__init__.py").read_text()
-    assert '"""The mini library.' in init and '__version__ = "9.9.1"' in init and "BENCHMARKS = ('mybench',)" in init
+    init = (fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/__init__.py").read_text()
+    assert '"""The mini library.' in init and '__version__ = "9.9.1"' in init and "BENCHMARKS = _benchmarks()" in init
+    found: dict = {"__file__": str(fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/__init__.py")}
+    exec(compile(init, found["__file__"], "exec"), found)  # BENCHMARKS is found, not listed: the task folders with a lib/
+    assert found["BENCHMARKS"] == ("mybench",) and (fake_checkout / "lmms_eval/tasks/mme").is_dir()
     catalog = (fake_checkout / "docs/advanced/current_tasks.md").read_text()
     assert catalog.endswith("\n\n## Additional Tasks\n- [MyBench](https://arxiv.org/abs/1234.56789) (mybench)\n")
 
@@ -93,7 +96,7 @@ def test_exported_code_and_tests_run_without_our_package(mini_tree: SourceTree, 
     env = _poisoned_env(fake_checkout, tmp_path, "minipkg")
     code = (
         "from lmms_eval.tasks.mybench.lib.hooks import describe, process_results\n"
-        "from lmms_eval.tasks._task_utils.minipkg import tasks_path\n"
+        "from lmms_eval.tasks._task_utils.task_runtime import tasks_path\n"
         "import lmms_eval.tasks, os\n"
         "assert tasks_path() == os.path.dirname(lmms_eval.tasks.__file__), tasks_path()\n"
         "print(describe())\n"
@@ -137,8 +140,8 @@ def test_files_no_longer_exported_are_removed(mini_tree: SourceTree, fake_checko
     (mini_tree.library_dir / "mybench/hooks.py").write_text((mini_tree.library_dir / "mybench/hooks.py").read_text().replace("from ..text import GREETING\n", "GREETING = 'hi'\n"))
     (mini_tree.library_dir / "shared.py").write_text("def greeting() -> str:\n    return 'x'\n")
     _, outcome = export(fake_checkout, mini_tree, format_code=False, patches=False)
-    assert set(outcome.removed) == {"lmms_eval/tasks/_task_utils/minipkg/text.py", "lmms_eval/tasks/_task_utils/minipkg/child.py"}
-    assert not (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").exists()
+    assert set(outcome.removed) == {"lmms_eval/tasks/_task_utils/task_runtime/text.py", "lmms_eval/tasks/_task_utils/task_runtime/child.py"}
+    assert not (fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/text.py").exists()
 
 
 def test_catalog_entries_go_into_the_existing_section_once(mini_tree: SourceTree, fake_checkout: Path) -> None:
@@ -175,7 +178,7 @@ def test_style_comes_from_the_checkout(fake_checkout: Path) -> None:
 def test_formatted_export_passes_the_checkouts_tools(mini_tree: SourceTree, fake_checkout: Path) -> None:
     (mini_tree.library_dir / "text.py").write_text("GREETING   =   'hello'\nimport os\nX = os.sep\n")
     result, _ = export(fake_checkout, mini_tree, patches=False)
-    text = (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").read_text()
+    text = (fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/text.py").read_text()
     assert text == 'GREETING = "hello"\nimport os\n\nX = os.sep\n'
     files = [rel for rel in result.plan.files if rel.endswith(".py")]
     for command in (["black", "--check", "--line-length=240"], ["isort", "--check-only", "--profile", "black"]):
@@ -183,7 +186,7 @@ def test_formatted_export_passes_the_checkouts_tools(mini_tree: SourceTree, fake
         assert out.returncode == 0, out.stdout + out.stderr
     hooks = (fake_checkout / "lmms_eval/tasks/mybench/lib/hooks.py").read_text()
     # isort sees lmms_eval as first-party (as pre-commit in the checkout does): one block after stdlib
-    assert "from lmms_eval.tasks._task_utils.minipkg import prompts, shared\nfrom lmms_eval.tasks._task_utils.minipkg.text import GREETING\nfrom lmms_eval.tasks.mybench.lib import NAME" in hooks
+    assert "from lmms_eval.tasks._task_utils.task_runtime import prompts, shared\nfrom lmms_eval.tasks._task_utils.task_runtime.text import GREETING\nfrom lmms_eval.tasks.mybench.lib import NAME" in hooks
 
 
 def test_cli_reports_conflicts_with_exit_code_2_and_dry_run_writes_nothing(
@@ -229,7 +232,7 @@ def test_imports_the_checkout_does_not_declare_are_reported(fake_checkout: Path)
 def test_ruff_configured_checkout_gets_ruff_formatting(mini_tree: SourceTree, fake_checkout: Path) -> None:
     (fake_checkout / "pyproject.toml").write_text('[tool.ruff]\nline-length = 240\n[tool.ruff.format]\nquote-style = "single"\n')
     result, _ = export(fake_checkout, mini_tree, patches=False)
-    assert (fake_checkout / "lmms_eval/tasks/_task_utils/minipkg/text.py").read_text() == "GREETING = 'hello'\n"
+    assert (fake_checkout / "lmms_eval/tasks/_task_utils/task_runtime/text.py").read_text() == "GREETING = 'hello'\n"
     files = [rel for rel in result.plan.files if rel.endswith(".py")]
     for command in (["ruff", "format", "--check", "--no-cache"], ["ruff", "check", "--no-cache"]):
         out = subprocess.run([sys.executable, "-m", *command, *files], cwd=fake_checkout, capture_output=True, text=True, check=False)

@@ -8,7 +8,7 @@ import pytest
 from lmms_tasks.utils.commands.upstream.pyrewrite import rewrite_python
 from lmms_tasks.utils.commands.upstream.sources import ExportError, ModuleMap, SourceTree
 
-SHARED = "lmms_eval.tasks._task_utils.minipkg"
+SHARED = "lmms_eval.tasks._task_utils.task_runtime"
 
 CASES = [
     # (source, own module, expected text, expected dependencies)
@@ -61,8 +61,8 @@ def test_bad_references_fail_naming_the_file_and_line(mini_tree: SourceTree, sou
 def test_mapping_places_modules(mini_tree: SourceTree) -> None:
     mapping = ModuleMap(mini_tree)
     assert mapping.target_path("minipkg.utils.mybench", True) == "lmms_eval/tasks/mybench/lib/__init__.py"
-    assert mapping.target_path("minipkg.utils.text", False) == "lmms_eval/tasks/_task_utils/minipkg/text.py"
-    assert mapping.target_path("minipkg", True) == "lmms_eval/tasks/_task_utils/minipkg/__init__.py"
+    assert mapping.target_path("minipkg.utils.text", False) == "lmms_eval/tasks/_task_utils/task_runtime/text.py"
+    assert mapping.target_path("minipkg", True) == "lmms_eval/tasks/_task_utils/task_runtime/__init__.py"
     assert mapping.target("numpy.linalg") == "numpy.linalg"
     with pytest.raises(ExportError, match="names no benchmark folder"):
         mapping.target("minipkg.otherbench.utils")

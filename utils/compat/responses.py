@@ -39,7 +39,7 @@ def install() -> bool:
 
     def process_results(self: Any, doc: Any, results: Any, full_docs: Any = None) -> Any:
         config = self.config
-        if getattr(config, "strip_responses", True) or self.OUTPUT_TYPE not in GENERATION_TYPES or not callable(config.process_results):
+        if getattr(config, "strip_responses", None) is not False or self.OUTPUT_TYPE not in GENERATION_TYPES or not callable(config.process_results):
             return original(self, doc, results, full_docs)
         kwargs = {} if full_docs is None else {"full_docs": full_docs}
         return config.process_results(doc, raw_responses(results), **kwargs)

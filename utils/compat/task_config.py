@@ -15,10 +15,10 @@ from typing import Any
 NAME = "task_config"
 PATCHES = ("0001-task-strip-responses", "0004-task-custom-dataset", "0006-task-batch-scoring", "0007-evaluator-k-samples-stability")
 FIELDS: tuple[tuple[str, Any, Any], ...] = (
-    ("strip_responses", bool, True),
+    ("strip_responses", bool | None, None),  # None: stripped, as before; a None field stays out of a saved config
     ("custom_dataset", Callable | None, None),
     ("process_results_batch", Callable | None, None),
-    ("score_each_repeat", bool, False),
+    ("score_each_repeat", bool | None, None),  # None: off
 )
 
 

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,30 @@ def opt_in_refusal(task: str) -> str:
     """The one-line refusal when HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 is missing."""
     return (
         f"{task}: HumanEval-V scores by EXECUTING model-written Python code. It runs in a sandbox "
-        f"(see lmms_tasks/humaneval_v/README.md), but you must opt in explicitly: set {OPT_IN_ENV}=1 "
+        f"(see the task's README, *Sandbox*), but you must opt in explicitly: set {OPT_IN_ENV}=1 "
         "(like HF_ALLOW_CODE_EVAL=1 for code_eval) and run again. Nothing was generated or executed."
     )
 
 
+PYLINT_REQUIREMENT = "pylint==3.3.4"  # the official gate's pylint: a scoring dependency the task declares and checks at load
+
+
+def missing_scoring_dependency(task: str) -> str | None:
+    """The one-line refusal when the pylint gate cannot run (pylint not installed), else None."""
+    try:
+        gate.pylint_version()
+    except PackageNotFoundError:
+        return (
+            f"{task}: HumanEval-V's scoring lints every program with pylint (the official gate), which is not installed: "
+            f"pip install '{PYLINT_REQUIREMENT}' and run again. Nothing was generated or executed."
+        )
+    return None
+
+
 def require_opt_in(task: str) -> None:
-    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1."""
-    if not execution_allowed():
-        message = opt_in_refusal(task)
+    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 and the pylint the gate needs is installed."""
+    message = opt_in_refusal(task) if not execution_allowed() else missing_scoring_dependency(task)
+    if message:
         logger.error(message)
         raise CodeExecutionNotAllowed(message)
 

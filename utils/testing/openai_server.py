@@ -30,6 +30,9 @@ Reply = str | None | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]
 
 PREFLIGHT_HEADER = judge.PREFLIGHT_HEADER.lower()  # request headers are recorded in lower case
+EXPORTED_PREFLIGHT_HEADER = (
+    "x-lmms-eval-preflight"  # the same header as the code exported to lmms-eval sends it (export-upstream renames it)
+)
 FAULT_KINDS = ("429", "500", "hang", "malformed", "empty", "disconnect", "401-echo")
 
 
@@ -333,7 +336,7 @@ class StandInServer:
             received_at=time.time(),
         )
         unscripted: str | None = None
-        preflight = PREFLIGHT_HEADER in request.headers
+        preflight = PREFLIGHT_HEADER in request.headers or EXPORTED_PREFLIGHT_HEADER in request.headers
         # the name the client asked for, before any alias: a real server knows only the names it serves
         unknown_model = self.served_models is not None and str(body.get("model", "")) not in self.served_models
         with self._lock:
@@ -431,7 +434,7 @@ class StandInServer:
             "status": request.status,
             "fault": request.fault,
             "reply": request.reply,
-            "preflight": PREFLIGHT_HEADER in request.headers,
+            "preflight": PREFLIGHT_HEADER in request.headers or EXPORTED_PREFLIGHT_HEADER in request.headers,
         }
         with self._lock, open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -20,6 +20,7 @@ from lmms_tasks.utils.commands.upstream.pyrewrite import (
     drop_marked_tests,
     not_exported_reason,
     read_python,
+    rename_project,
     rewrite_prose,
     rewrite_python,
     rewrite_python_prose,
@@ -45,6 +46,7 @@ class Service:
     title: str
     what: str
     tested_at_home: str  # what lmms-tasks' own suite adds to the exported tests
+    kind: str = "service"  # "judging", "code_execution" or "service": which cap its PR has (stack.CAPS)
 
 
 SERVICES = (
@@ -73,6 +75,20 @@ SERVICES = (
         "with sample replies; API keys are redacted from every message it writes.",
         "the client against a stand-in OpenAI-compatible server (resume after a kill, retries, preflight failures, Azure) and "
         "every judged task end to end through the real CLI",
+        kind="judging",
+    ),
+    Service(
+        "task_data",
+        ("services.data", "services.schema", "services.stats", "services.model_args", "services.prompts"),
+        "task_data",  # not "data": lmms-eval's .gitignore ignores data/ folders
+        "feat(tasks): load-time data checks, pinned data sources and per-unit standard errors for task folders",
+        "What task folders that build their own documents share, so each benchmark's PR adds only its own folder: a "
+        "`custom_dataset` loader per task that reads a local copy named by one environment variable or the Hub at a pinned "
+        "revision and records which one it read in the task's metadata; record checks at load time, before any model request, "
+        "each error naming the file, row, record id and field (images decoded once, by content hash); a prompt table checked "
+        "against its sha256 on every load; warnings about model arguments that would change a benchmark's numbers; and the "
+        "per-unit score fields that lmms-eval's clustered and CLT standard errors read.",
+        "every benchmark's data checks on generated fixtures, and the end-to-end runs that load through it",
     ),
     Service(
         "code_sandbox",
@@ -86,6 +102,7 @@ SERVICES = (
         "decides the verdict, no process outlives its program, a bounded pool keeps one sandbox started per worker, and "
         "verdicts are cached on disk by content, so a re-score runs nothing.",
         "every variant of the hostile-program suite, also re-run as an unprivileged user and three times under CPU load",
+        kind="code_execution",
     ),
 )
 
@@ -169,6 +186,15 @@ class _Builder:
                 text, left = rewrite_prose(text, self.mapping, exported)
             self.files[dest] = text
             self.leftovers += [f"{dest}: still mentions {self.tree.package}: {line}" for line in left]
+
+    def rename(self) -> None:
+        """No name of ours in any exported text (`rename_project`): environment variables, cache directories, prefixes."""
+        folders = {f"{self.tree.package}/{b}/": f"lmms_eval/tasks/{b}/" for b in self.tree.benchmarks}  # a task folder named by path
+        for dest, data in self.files.items():
+            if isinstance(data, str):
+                for ours, theirs in folders.items():
+                    data = data.replace(ours, theirs)
+                self.files[dest] = rename_project(data, self.tree.package, hyphenated=dest.startswith("lmms_eval/"))
 
     def tag_target(self, dotted: str) -> str:
         if dotted.split(".")[0] != self.tree.package:
@@ -312,15 +338,14 @@ class _Builder:
         self.files[dest] = _SHARED_INIT.format(
             doc=(doc + "\n\n" if doc else "") + _SHARED_NOTE,
             version=version,
-            benchmarks=repr(tuple(self.tree.benchmarks)),
             help=repr(help_texts or {}),
         )
 
 
 _SHARED_NOTE = (
-    "Exported from lmms-tasks by its `export-upstream` command. In lmms-tasks the task folders live\n"
-    "in their own include-path root; here they are lmms-eval's own task folders, so `tasks_path()` is\n"
-    "`lmms_eval/tasks` and `BENCHMARKS` names the folders that belong to this package."
+    "Here the task folders are lmms-eval's own, so `tasks_path()` is `lmms_eval/tasks`, and `BENCHMARKS` is found,\n"
+    "not listed: the task folders with a `lib/` package of their own (so a benchmark's pull request adds its folder\n"
+    "and changes nothing here)."
 )
 
 _SHARED_INIT = '''"""{doc}"""
@@ -331,15 +356,22 @@ import os
 
 __version__ = "{version}"
 
-BENCHMARKS = {benchmarks}
-
 # Where the tasks' messages send a user for what lmms-eval itself does not do.
 HELP = {help}
 
 
 def tasks_path() -> str:
-    """lmms-eval's task directory, which holds the benchmark folders listed in BENCHMARKS."""
+    """lmms-eval's task directory."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _benchmarks() -> tuple[str, ...]:
+    """The task folders that use this package: those holding a `lib/` package."""
+    root = tasks_path()
+    return tuple(sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "lib", "__init__.py"))))
+
+
+BENCHMARKS = _benchmarks()
 '''
 
 
@@ -464,6 +496,7 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
         builder.closure()  # adds nothing: an exported test needs only the runtime
     builder.shared_init()
     builder.rewrite_docs()
+    builder.rename()
     texts = {rel: data for rel, data in builder.files.items() if isinstance(data, str)}
     if style is not None:
         texts = format_sources(texts, style)

@@ -435,3 +435,39 @@ def drop_compat(source: str, filename: str, package: str) -> str:
         if used:
             raise ExportError(f"{filename}: uses {used} from the compat layer beyond importing it and calling it at top level")
     return result
+
+
+EXPORTED_NAME = "lmms_eval"  # what the project's own name becomes in exported text
+
+
+def project_names(package: str) -> tuple[str, str]:
+    """The two spellings of the package's name the rename handles: the identifier and its environment prefix."""
+    return package, f"{package.upper()}_"
+
+
+def rename_project(text: str, package: str, hyphenated: bool = False) -> str:
+    """Exported text (code, YAML, Markdown; after the module rewrites) with no name of ours left in identifiers,
+    environment variables, cache directories or file prefixes: `<PKG>_X` environment variables become
+    `LMMS_EVAL_X`, and `<pkg>` (as in `~/.cache/<pkg>/judge`, `<pkg>_sbx_`, `<pkg> sandbox:`) becomes `lmms_eval`;
+    with `hyphenated`, the distribution's name too, in its case (`X-Lmms-Tasks-Preflight` -> `X-Lmms-Eval-Preflight`):
+    for lmms-eval's own files, where no text is about this repository (prose that is, is the task README's business)."""
+    name, env = project_names(package)
+    text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(env)}", f"{EXPORTED_NAME.upper()}_", text)
+    text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", EXPORTED_NAME, text)
+    if hyphenated:
+        ours, theirs = name.split("_"), EXPORTED_NAME.split("_")
+        if len(ours) == len(theirs):
+            pattern = rf"(?<![A-Za-z0-9])({'-'.join(map(re.escape, ours))})(?![A-Za-z0-9])"
+
+            def same_case(match: re.Match[str]) -> str:
+                parts = match.group(1).split("-")
+                return "-".join(t.upper() if p.isupper() else t.capitalize() if p[:1].isupper() else t for p, t in zip(parts, theirs))
+
+            text = re.sub(pattern, same_case, text, flags=re.IGNORECASE)
+    return text
+
+
+def exported_env(env: dict[str, str], package: str) -> dict[str, str]:
+    """`env` with each of our `<PKG>_X` variables also under the name the exported code reads (`rename_project`)."""
+    _, prefix = project_names(package)
+    return {**env, **{rename_project(key, package): value for key, value in env.items() if key.startswith(prefix)}}

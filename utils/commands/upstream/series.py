@@ -28,7 +28,7 @@ OUTPUT_DIR = "lmms_tasks_patches"
 
 # What each patch adds, as the checkout's source shows it (file, regex): present means the feature is in.
 FEATURES: dict[str, tuple[str, str]] = {
-    "0001-task-strip-responses": ("lmms_eval/api/task.py", r"^\s+strip_responses\s*:\s*bool"),
+    "0001-task-strip-responses": ("lmms_eval/api/task.py", r"^\s+strip_responses\s*:"),
     "0002-group-exact-metrics": ("lmms_eval/api/group.py", r"^\s+group_metric\s*:"),
     "0003-cli-exit-status": ("lmms_eval/api/run_status.py", r"def report_incomplete"),
     "0004-task-custom-dataset": ("lmms_eval/api/task.py", r"^\s+custom_dataset\s*:"),

@@ -8,7 +8,10 @@ parameters so tests can export a small self-made tree.
 Placement rule (one module, one place):
 - `<pkg>.<benchmark>` (the include-path task folder)      -> `lmms_eval.tasks.<benchmark>`
 - `<pkg>.utils.<benchmark>.x` (a benchmark's library)     -> `lmms_eval.tasks.<benchmark>.<LIB_NAME>.x`
-- `<pkg>.utils.x` (shared library), `<pkg>` itself       -> `lmms_eval.tasks._task_utils.<pkg>.x`
+- `<pkg>.utils.x` (shared library), `<pkg>` itself       -> `lmms_eval.tasks._task_utils.<SHARED_NAME>.x`
+
+The shared library's place carries no name of ours (`SHARED_NAME`), and neither does the rest of the exported
+text (`pyrewrite.rename_project`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 TASKS_PACKAGE = "lmms_eval.tasks"
 LIB_NAME = "lib"
+SHARED_NAME = "task_runtime"  # lmms_eval/tasks/_task_utils/<SHARED_NAME>/: the runtime the tasks share (no project name upstream)
 MANIFEST_NAME = ".lmms_tasks_export.json"
 
 
@@ -91,7 +95,7 @@ class ModuleMap:
 
     @property
     def shared_package(self) -> str:
-        return f"{TASKS_PACKAGE}._task_utils.{self.tree.package}"
+        return f"{TASKS_PACKAGE}._task_utils.{SHARED_NAME}"
 
     def is_ours(self, module: str) -> bool:
         return module == self.tree.package or module.startswith(self.tree.package + ".")

@@ -2,11 +2,14 @@
 
 First the core changes, one PR per patch of the series that the checkout lacks (`series.plan`: the files in
 `patch_series/<version>/`, so deleting a patch file drops its PR), then one PR per shared service the tasks call
-(`exporter.SERVICES`: the disk cache, the judge client, the code sandbox; its modules and its tests), then one PR per benchmark:
-its task folder, its library, the other shared runtime modules it is the first to need, its tests that run on
-that runtime alone, and its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the
-first k benchmarks and that of the first k-1, so a later PR may also touch a file an earlier one added (the
-shared `__init__.py`'s `BENCHMARKS`).
+(`exporter.SERVICES`: the disk cache, the judge client, the task-data checks, the code sandbox; its modules and its tests),
+then one PR per benchmark: its task folder (YAMLs, hooks, `lib/`), its tests that run on the exported runtime alone, and
+its line in `docs/advanced/current_tasks.md`. Benchmark PR k is the difference between the export of the first k
+benchmarks and that of the first k-1; every shared module is in a service PR, so a benchmark PR adds files only under
+its own folder (and tests and docs) and needs only core and service PRs.
+
+Each PR has a cap on the non-test Python it adds under `lmms_eval/` (`CAPS`, by kind; `--list` shows each against
+its cap, `tests/upstream/test_caps.py` fails past one); the whole stack is reported, not capped.
 
 Every PR is one `git am`-able patch (`lmms_tasks_stack/NN-<name>.patch`) with its description beside it
 (`NN-<name>.md`); applying them in order, one branch per patch, gives the stacked branches (docs/UPSTREAM.md).
@@ -33,7 +36,10 @@ DATE = "Thu, 1 Jan 2026 00:00:00 +0000"  # fixed: a second export writes the sam
 # What each core PR changes for the tasks lmms-eval already has (the PR text states it; a patch of the series
 # without an entry stops the export, so a new patch cannot go out without saying).
 EXISTING_TASKS: dict[str, str] = {
-    "0001-task-strip-responses": "Nothing: `strip_responses` defaults to true, today's stripping.",
+    "0001-task-strip-responses": (
+        "Nothing: `strip_responses` defaults to None, which strips as today; a None field is left out of a saved config, so "
+        "existing tasks' saved configs and `--use_cache` fingerprints keep their keys."
+    ),
     "0002-group-exact-metrics": "Nothing: `match`, `group_metric` and subtask-aware aggregations are opt-in per `aggregate_metric_list` entry; the default substring matching is kept.",
     "0003-cli-exit-status": (
         "This is the PR's purpose, for every task: every entry point that runs an evaluation (`lmms-eval --model ...`, "
@@ -54,7 +60,8 @@ EXISTING_TASKS: dict[str, str] = {
         "(`test/eval/test_batch_scoring_multiprocess.py` runs 2 processes with `accelerate launch --cpu`, gloo)."
     ),
     "0007-evaluator-k-samples-stability": (
-        "Only under `--repeats K` (K > 1) for tasks that set `score_each_repeat: true`: each of the K responses is also "
+        "`score_each_repeat` defaults to None (off, and left out of a saved config, so existing tasks' saved configs and "
+        "`--use_cache` fingerprints keep their keys). Only under `--repeats K` (K > 1) for tasks that set `score_each_repeat: true`: each of the K responses is also "
         "scored with `process_results`, K more calls per document (a task that judges in `process_results` makes K more judge "
         "calls); headline metrics are unchanged and the stability metrics appear. Every other task makes exactly the "
         "`process_results` calls it makes today, `--repeats` or not."
@@ -62,23 +69,22 @@ EXISTING_TASKS: dict[str, str] = {
     "0008-baselines-per-task-samples": "Only under a local `--baseline` with several tasks: each task is compared with its own samples file instead of the first task's.",
     "0009-openai-sampling-parameters": (
         "Tasks run with the chat `openai` model send the `top_p`, `seed`, `presence_penalty`, `frequency_penalty` and `n` their "
-        "`generation_kwargs` set (as 0.7.3 did), where valid for the API (`0 < top_p <= 1`; other values are not sent)."
+        "`generation_kwargs` set (as 0.7.3 did), where valid for the API (`0 < top_p <= 1`; other values are not sent). "
+        "On main at the series' commit that changes the sampling of 8 task YAMLs in 6 folders, which set a top_p below 1: "
+        "kaleidoscope, lsdbench, mme_cot, multi_crit, olympiadbench, omni_bench; 276 YAMLs in 152 folders set `top_p: 1.0`, "
+        "the API's default, now sent with no change to sampling."
     ),
 }
-PROVENANCE = (
-    "The 0.7.3 version of this patch applies with `git am` to the lmms-eval 0.7.3 release and the `main` version to "
-    "lmms-eval main at {main}; lmms-tasks' tests check the 0.7.3 version (`tests/upstream/test_series.py`, "
-    "`tests/upstream/test_stack.py`), the `main` version against that commit with lmms-tasks' `scripts/check_lmms_eval_main.sh` "
-    "(run by hand: it needs a clone of lmms-eval)."
-)
+VALIDATION_FILE = Path(__file__).with_name("validation.json")  # measured: `tests/upstream/test_stack.py` fails when it is stale
 MAIN_COMMIT = "75571cfe"
 
 
-# lmms-eval's range for large tasks, and what the stack may add (docs/UPSTREAM.md, "Size"); lines are counted as
-# `wc -l` does, on the exported (formatted) Python files, tests excluded.
-BENCHMARK_LIMIT = 1600  # Python in one task folder, its `lib/` included
-TOTAL_LIMIT = 6000  # non-test Python the whole stack adds under lmms_eval/ (core patches' added lines included)
-ALONE_LIMIT = 2500  # non-test Python under lmms_eval/ that one benchmark's PR adds when exported alone
+# The most non-test Python (`wc -l` of the added lines) one PR may add under lmms_eval/, by kind: a core change, a
+# benchmark (and within it its own task folder, `lib/` included), the judging service (all of it inside
+# lmms_eval/llm_judge/), the code-execution service, any other shared service. The whole stack is reported, not capped.
+CAPS = {"core": 100, "benchmark": 2500, "judging": 1000, "code_execution": 500, "service": 1000}
+BENCHMARK_FOLDER_CAP = 1600
+JUDGING_HOME = "lmms_eval/llm_judge/"
 README_LIMIT = 150  # lines of a task folder's README (lmms-eval 0.7.3's task READMEs: median ~55, largest 225)
 
 
@@ -95,9 +101,42 @@ class PullRequest:
     files: list[str] = field(default_factory=list)  # checkout-relative paths it adds or changes
     lines: dict[str, int] = field(default_factory=dict)  # added lines: core / task / tests
     python_lines: dict[str, int] = field(default_factory=dict)  # added Python lines, same keys
+    cap_kind: str = ""  # the key of CAPS: core, benchmark, judging, code_execution or service
 
     def stem(self, position: int) -> str:
         return f"{position:02d}-{self.name.replace('_', '-')}"
+
+    @property
+    def label(self) -> str:
+        """The kind as `--list` shows it: core, benchmark, or the service's kind."""
+        return self.kind if self.kind != "service" or self.cap_kind == "service" else f"service: {self.cap_kind.replace('_', ' ')}"
+
+    @property
+    def capped_lines(self) -> int:
+        """The non-test Python lines it adds under lmms_eval/ (what its cap counts)."""
+        return python_added_under(self.patch, "lmms_eval/")
+
+    def over_cap(self) -> list[str]:
+        """What of its cap it exceeds (empty when within)."""
+        cap = CAPS[self.cap_kind or self.kind]
+        problems = [f"{self.capped_lines} > {cap} non-test Python lines under lmms_eval/"] if self.capped_lines > cap else []
+        if self.cap_kind == "benchmark":
+            folder = python_added_under(self.patch, f"lmms_eval/tasks/{self.name}/")
+            if folder > BENCHMARK_FOLDER_CAP:
+                problems.append(f"{folder} > {BENCHMARK_FOLDER_CAP} in lmms_eval/tasks/{self.name}/")
+        if self.cap_kind == "judging" and python_added_under(self.patch, JUDGING_HOME) != self.capped_lines:
+            problems.append(f"{self.capped_lines - python_added_under(self.patch, JUDGING_HOME)} lines outside {JUDGING_HOME}")
+        return problems
+
+    def cap_report(self) -> str:
+        """`cap: <lines>/<cap>` (and the benchmark folder's, or the judging lines inside llm_judge/), `OVER: ...` past it."""
+        text = f"cap {self.capped_lines}/{CAPS[self.cap_kind or self.kind]}"
+        if self.cap_kind == "benchmark":
+            text += f", folder {python_added_under(self.patch, f'lmms_eval/tasks/{self.name}/')}/{BENCHMARK_FOLDER_CAP}"
+        if self.cap_kind == "judging":
+            text += f", {python_added_under(self.patch, JUDGING_HOME)} in {JUDGING_HOME}"
+        problems = self.over_cap()
+        return text + (f" (OVER: {'; '.join(problems)})" if problems else "")
 
 
 @dataclass
@@ -140,6 +179,17 @@ def count_added(patch: bytes) -> tuple[list[str], dict[str, int], dict[str, int]
     return files, lines, python
 
 
+def python_added_under(patch: bytes, prefix: str) -> int:
+    """The lines a patch adds to non-test Python files below `prefix`."""
+    added, current = 0, None
+    for raw in patch.decode("utf-8", errors="replace").splitlines():
+        if raw.startswith("diff --git a/"):
+            current = raw.split(" b/", 1)[1]
+        elif current and current.startswith(prefix) and current.endswith(".py") and raw.startswith("+") and not raw.startswith("+++"):
+            added += 1
+    return added
+
+
 def _subject(patch: bytes) -> str:
     text = patch.decode("utf-8", errors="replace")
     match = re.search(r"^Subject: (?:\[PATCH[^\]]*\] )?(.+(?:\n .+)*)", text, re.MULTILINE)
@@ -157,6 +207,48 @@ def _added_tests(files: list[str]) -> list[str]:
     return [f for f in files if f.startswith("test/") and Path(f).name.startswith("test_") and f.endswith(".py")]
 
 
+def validation() -> dict[str, dict[str, dict]]:
+    """The measured validation of each PR: series version -> PR name -> {"command", "n", "result"}."""
+    import json
+
+    return json.loads(VALIDATION_FILE.read_text(encoding="utf-8")) if VALIDATION_FILE.is_file() else {}
+
+
+def _validation_rows(name: str) -> list[str]:
+    rows = []
+    for version, prs in sorted(validation().items()):
+        if name in prs:
+            row = prs[name]
+            base = "lmms-eval 0.7.3" if version == "0.7.3" else f"lmms-eval main {MAIN_COMMIT}"
+            rows.append(f"| {base} with this PR and those it needs: `{row['command']}` | {row['n']} | {row['result']} |")
+    return rows or ["| (not measured yet) | 0 | - |"]
+
+
+TYPES = ("Bug fix (non-breaking change)", "New feature", "New benchmark/task", "Breaking change")
+
+
+def template(summary: list[str], in_scope: list[str], out_of_scope: list[str], name: str, risk: list[str], types: tuple[str, ...]) -> str:
+    """A description in lmms-eval's pull request template (.github/pull_request_template.md)."""
+
+    def bullets(items: list[str]) -> str:
+        return "\n".join(f"- {item}" for item in items)
+
+    return "\n\n".join(
+        [
+            "## Summary\n" + bullets(summary[:3]),
+            "## In scope\n" + bullets(in_scope),
+            "## Out of scope\n" + bullets(out_of_scope),
+            "## Validation\n| command | N | result |\n|---|---|---|\n" + "\n".join(_validation_rows(name)),
+            "## Risk / Compatibility\n" + bullets(risk[:2]),
+            "## Type of Change\n" + "\n".join(f"- [{'x' if kind in types else ' '}] {kind}" for kind in TYPES),
+        ]
+    )
+
+
+def _paragraphs(message: str) -> list[str]:
+    return [" ".join(p.split()) for p in message.split("\n\n") if p.strip()]
+
+
 def core_prs(plan: series.SeriesPlan) -> list[PullRequest]:
     prs = []
     for rel, patch in plan.files.items():
@@ -164,19 +256,17 @@ def core_prs(plan: series.SeriesPlan) -> list[PullRequest]:
         if name not in EXISTING_TASKS:
             raise ExportError(f"{series.SERIES_DIR}/{plan.version}/{name}.patch: say what it changes for existing tasks in stack.EXISTING_TASKS")
         files, lines, python = count_added(patch)
-        tests = _added_tests(files)
-        body = "\n\n".join(
-            [
-                "## What and why\n\n" + _message(patch),
-                "## What changes for existing tasks\n\n" + EXISTING_TASKS[name],
-                "## How it was tested\n\n"
-                + (f"`python -m pytest {' '.join(tests)}` (added or extended here; no network, no GPU). " if tests else "")
-                + "After this PR alone on top of the ones it needs, lmms-tasks' `tests/upstream/test_stack.py` runs these tests in a copy "
-                "of lmms-eval 0.7.3. "
-                + PROVENANCE.format(main=MAIN_COMMIT),
-            ]
+        subject = _subject(patch)
+        paragraphs = _paragraphs(_message(patch))
+        body = template(
+            paragraphs[:2],
+            [f"`{f}`" for f in files] + paragraphs[2:],
+            ["Task folders, models and every other module of lmms-eval: only the files above change."],
+            name,
+            [EXISTING_TASKS[name]],
+            ("Bug fix (non-breaking change)",) if subject.startswith("fix(") else ("New feature",),
         )
-        prs.append(PullRequest(name, "core", _subject(patch), [], patch, body, files, lines, python))
+        prs.append(PullRequest(name, "core", subject, [], patch, body, files, lines, python, cap_kind="core"))
     return prs
 
 
@@ -220,20 +310,12 @@ def _commit(repo: Path, files: dict[str, bytes], previous: dict[str, bytes], tit
     return changed, _git(repo, "format-patch", "-1", "--zero-commit", "--binary", "--no-signature", "--stdout").encode("utf-8")
 
 
-def _without_benchmarks(init: bytes) -> bytes:
-    """The shared package `__init__` before any benchmark PR: `BENCHMARKS` names no folder yet."""
-    text, n = re.subn(r"^BENCHMARKS = .*$", "BENCHMARKS = ()", init.decode("utf-8"), flags=re.MULTILINE)
-    if n != 1:
-        raise ExportError("the shared package __init__ has no one-line `BENCHMARKS = ...` to empty for the service PRs")
-    return text.encode("utf-8")
-
-
 def service_prs(
     repo: Path, tree: SourceTree, full: exporter.Export, core: list[PullRequest], owner: dict[str, str]
 ) -> tuple[list[PullRequest], dict[str, bytes]]:
     """One PR per shared service the exported tasks call (`exporter.SERVICES`), before the benchmarks: its modules
     with what they import that no earlier service PR added, and its exportable tests. Texts are those of the full
-    export, so the benchmark PRs leave them alone (except `BENCHMARKS` in the shared `__init__`)."""
+    export, so the benchmark PRs leave them alone."""
     files = full.plan.files
     init = exporter.shared_init_path(tree)
     state: dict[str, bytes] = {}
@@ -241,7 +323,7 @@ def service_prs(
     for service in full.services:
         paths = (exporter.service_files(tree, service) | {init}) - set(state)
         paths |= {rel for rel in files if rel.startswith(f"{exporter.TEST_ROOT}/{service.tests}/")}
-        added = {rel: (_without_benchmarks(files[rel]) if rel == init else files[rel]) for rel in sorted(paths)}
+        added = {rel: files[rel] for rel in sorted(paths)}
         needs = [pr.name for pr in core if pr.name in _uses(added, series.USES)]
         needs += sorted({owner[rel] for rel in _named_by(added, state) if rel in owner})
         changed, patch = _commit(repo, {**state, **added}, state, service.title)
@@ -249,22 +331,15 @@ def service_prs(
         for rel in changed:
             owner.setdefault(rel, service.name)
         touched, lines, python = count_added(patch)
-        tests = sorted({f.rsplit("/", 1)[0] for f in touched if f.startswith(f"{exporter.TEST_ROOT}/{service.tests}/")})
-        body = "\n\n".join(
-            [
-                f"## What\n\n{service.what}",
-                *(["## Needs\n\n" + ", ".join(f"`{n}`" for n in needs)] if needs else []),
-                "## Why\n\nThe benchmark PRs that follow call it from their scoring hooks; it is proposed on its own so it can be "
-                "reviewed (and reused by other tasks) apart from any benchmark. It lives with the other shared task code under "
-                "`lmms_eval/tasks/_task_utils/`.",
-                "## What changes for existing tasks\n\nNothing: new modules only; no existing task imports them.",
-                "## How it was tested\n\n"
-                + (f"`python -m pytest {' '.join(tests)}` (no network). " if tests else "")
-                + "In lmms-tasks, `tests/upstream/test_stack.py` applies the stack PR by PR to a copy of lmms-eval 0.7.3 and runs each PR's "
-                f"tests after it; lmms-tasks' own suite also runs {service.tested_at_home}.",
-            ]
+        body = template(
+            [service.what],
+            [f"`{f}`" for f in touched],
+            ["Existing tasks: no task folder imports these modules.", "Benchmarks: each comes in its own PR after the services."],
+            service.name,
+            ["None for existing tasks: new modules only."],
+            ("New feature",),
         )
-        prs.append(PullRequest(service.name, "service", service.title, needs, patch, body, touched, lines, python))
+        prs.append(PullRequest(service.name, "service", service.title, needs, patch, body, touched, lines, python, cap_kind=service.kind))
     return prs, state
 
 
@@ -300,12 +375,14 @@ def benchmark_prs(root: Path, tree: SourceTree, style: Style | None, include_tes
             runtime = {r: d for r, d in files.items() if r.startswith((f"lmms_eval/tasks/{benchmark}/", "lmms_eval/tasks/_task_utils/"))}
             needs = [pr.name for pr in core if pr.name in _uses(runtime, series.USES)]
             own = {r: d for r, d in files.items() if r.startswith(f"lmms_eval/tasks/{benchmark}/")}
-            needs += sorted({owner[rel] for rel in _named_by(own, files) | set(changed) if rel in owner})
+            needs += sorted(
+                {owner[rel] for rel in _named_by(own, files) | set(changed) if rel in owner and rel != catalog.CATALOG_PATH}
+            )  # the catalog: each adds its own line
             touched, lines, python = count_added(patch)
             for rel in changed:
                 owner.setdefault(rel, benchmark)
-            body = _benchmark_body(benchmark, entry.name, names, touched, needs, result.dropped_tests)
-            prs.append(PullRequest(benchmark, "benchmark", title, needs, patch, body, touched, lines, python))
+            body = _benchmark_body(benchmark, entry.name, names, touched, needs)
+            prs.append(PullRequest(benchmark, "benchmark", title, needs, patch, body, touched, lines, python, cap_kind="benchmark"))
             previous = files
     return prs, full
 
@@ -335,27 +412,35 @@ def _named_by(sources: dict[str, bytes], files: dict[str, bytes]) -> set[str]:
     return needed
 
 
-def _benchmark_body(benchmark: str, display: str, names: list[str], files: list[str], needs: list[str], dropped: list[str]) -> str:
-    tests = sorted({f.rsplit("/", 1)[0] for f in files if f.startswith(f"test/eval/{benchmark}/")})
-    shared = sorted(f for f in files if "/_task_utils/" in f)
-    kept = [d for d in dropped if d.startswith(f"test/eval/{benchmark}/")]
-    parts = [
-        f"## What\n\nAdds {display} as built-in tasks ({', '.join(f'`{n}`' for n in names)}): `lmms_eval/tasks/{benchmark}/` (YAMLs, thin "
-        f"`utils.py`, README, `lib/`)"
-        + (f" and the shared runtime modules it is the first to need under `lmms_eval/tasks/_task_utils/lmms_tasks/` ({len(shared)} file{'s' if len(shared) != 1 else ''})" if shared else "")
-        + ", and one line in `docs/advanced/current_tasks.md`.",
-        f"## Why\n\nEvery metric reproduces {display}'s official scorer on the same outputs; deviations are listed in the task README.",
-        "## What changes for existing tasks\n\nNothing: new task folders and new modules only.",
-        "## How it was tested\n\n"
-        + (f"`python -m pytest {' '.join(tests)}` (unit tests on the exported runtime alone, no network). " if tests else "")
-        + "In lmms-tasks, `tests/upstream/test_stack.py` applies the stack PR by PR to a copy of lmms-eval 0.7.3 and runs each PR's "
-        "tests after it; `tests/upstream/test_export_real.py` runs every task of the benchmark through the real CLI on the fully "
-        "applied copy and gets the same metrics as through `--include_path`."
-        + (f" Tests that need lmms-tasks' test support (stand-in server, fixture writers) stay there: {len(kept)} file(s)." if kept else ""),
-    ]
-    if needs:
-        parts.insert(1, "## Needs\n\n" + ", ".join(f"`{n}`" for n in needs))
-    return "\n\n".join(parts)
+# What a user of one benchmark must know before running it (the Risk bullet of its PR).
+BENCHMARK_RISK = {
+    "humaneval_v": (
+        "Scoring executes model-written code (in the code-execution PR's sandbox) and lints it with pylint, which lmms-eval "
+        "does not install: the tasks refuse when they load, before any inference, unless `HUMANEVAL_V_ALLOW_CODE_EXECUTION=1` "
+        "is set and `pylint==3.3.4` is installed."
+    ),
+}
+
+
+def _benchmark_body(benchmark: str, display: str, names: list[str], files: list[str], needs: list[str]) -> str:
+    return template(
+        [
+            f"Adds {display} as built-in tasks ({', '.join(f'`{n}`' for n in names)}); every metric reproduces {display}'s official "
+            "scorer on the same outputs, and the task README lists where it differs.",
+        ],
+        [
+            f"`lmms_eval/tasks/{benchmark}/` (YAMLs, hooks, `lib/`, README)",
+            f"`test/eval/{benchmark}/`",
+            "one line in `docs/advanced/current_tasks.md`",
+        ],
+        [
+            "lmms-eval's core and every other task folder: nothing outside the folders above changes.",
+            "The core changes and shared services it needs come in their own PRs: " + (", ".join(f"`{n}`" for n in needs) or "none") + ".",
+        ],
+        benchmark,
+        ["None for existing tasks: a new task folder only.", *([BENCHMARK_RISK[benchmark]] if benchmark in BENCHMARK_RISK else [])],
+        ("New benchmark/task",),
+    )
 
 
 def build(root: Path, tree: SourceTree, style: Style | None, include_tests: bool = True, patches: bool = True) -> Stack:
@@ -368,15 +453,10 @@ def build(root: Path, tree: SourceTree, style: Style | None, include_tests: bool
 
 
 def sizes(stack: Stack) -> dict[str, int]:
-    """Python lines (`wc -l`): per benchmark folder (`lmms_eval/tasks/<benchmark>/**.py`), and `total`: every non-test
-    Python line the stack adds under lmms_eval/ (the core patches' added lines, the exported modules' lines)."""
-    files = stack.export.plan.files
-    out = {}
-    for pr in stack.prs:
-        if pr.kind == "benchmark":
-            out[pr.name] = sum(data.count(b"\n") for rel, data in files.items() if rel.startswith(f"lmms_eval/tasks/{pr.name}/") and rel.endswith(".py"))
-    exported = sum(data.count(b"\n") for rel, data in files.items() if rel.startswith("lmms_eval/") and rel.endswith(".py"))
-    out["total"] = exported + sum(pr.python_lines["core"] for pr in stack.prs if pr.kind == "core")
+    """Reported, not capped: the non-test Python lines each PR adds under lmms_eval/ (`PullRequest.capped_lines`), and
+    `total`, the whole stack's."""
+    out = {pr.name: pr.capped_lines for pr in stack.prs}
+    out["total"] = sum(out.values())
     return out
 
 
@@ -394,15 +474,19 @@ def listing(stack: Stack) -> str:
     """`--list`: the stack in order, each PR with its needs, line counts (core / task / tests) and files."""
     out = []
     for position, pr in enumerate(stack.prs, start=1):
-        out.append(f"{position:02d}. `{pr.stem(position)}` ({pr.kind}) {pr.title}")
-        out.append(f"    needs: {', '.join(pr.needs) or 'nothing'}; {len(pr.files)} file(s), {_counts(pr)} (core/task/tests)")
+        out.append(f"{position:02d}. `{pr.stem(position)}` ({pr.label}) {pr.title}")
+        out.append(
+            f"    needs: {', '.join(pr.needs) or 'nothing'}; {len(pr.files)} file(s), {_counts(pr)} (core/task/tests); {pr.cap_report()}"
+        )
         for rel in pr.files:
             out.append(f"    - `{rel}`")
     return "\n".join(out)
 
 
-_HEAD = re.compile(r"^(?P<n>\d+)\. `(?P<stem>[^`]+)` \((?P<kind>core|service|benchmark)\) (?P<title>.+)$")
-_NEEDS = re.compile(r"^    needs: (?P<needs>.+?); (?P<count>\d+) file\(s\), \+(?P<c>\d+)/(?P<t>\d+)/(?P<x>\d+) lines")
+_HEAD = re.compile(r"^(?P<n>\d+)\. `(?P<stem>[^`]+)` \((?P<kind>core|service|benchmark)(?:: (?P<area>[a-z ]+))?\) (?P<title>.+)$")
+_NEEDS = re.compile(
+    r"^    needs: (?P<needs>.+?); (?P<count>\d+) file\(s\), \+(?P<c>\d+)/(?P<t>\d+)/(?P<x>\d+) lines.*; cap (?P<capped>\d+)/(?P<cap>\d+)"
+)
 _FILE = re.compile(r"^    - `(?P<path>[^`]+)`$")
 
 
@@ -413,10 +497,21 @@ def parse_listing(text: str) -> list[dict]:
     prs: list[dict] = []
     for line in filter(str.strip, text.splitlines()):
         if head := _HEAD.match(line):
-            prs.append({"stem": head["stem"], "kind": head["kind"], "title": head["title"], "needs": [], "files": [], "lines": {}})
+            prs.append(
+                {
+                    "stem": head["stem"],
+                    "kind": head["kind"],
+                    "area": head["area"],
+                    "title": head["title"],
+                    "needs": [],
+                    "files": [],
+                    "lines": {},
+                }
+            )
         elif (needs := _NEEDS.match(line)) and prs:
             prs[-1]["needs"] = [] if needs["needs"] == "nothing" else needs["needs"].split(", ")
             prs[-1]["lines"] = {"core": int(needs["c"]), "task": int(needs["t"]), "tests": int(needs["x"])}
+            prs[-1]["cap"] = (int(needs["capped"]), int(needs["cap"]))
             prs[-1]["count"] = int(needs["count"])
         elif (path := _FILE.match(line)) and prs:
             prs[-1]["files"].append(path["path"])
