@@ -73,7 +73,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, stack_export: Any, request: p
 def _our_index() -> dict[str, str]:
     from lmms_eval.tasks import TaskManager
 
-    return {name: entry["type"] for name, entry in TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index.items()}
+    index = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False).task_index
+    # a tag (what a family group lists) has no YAML of its own: the groups that list it are compared end to end
+    return {name: entry["type"] for name, entry in index.items() if entry["type"] != "tag"}
 
 
 def test_without_include_path_task_manager_lists_every_task_and_group(site: Site) -> None:
