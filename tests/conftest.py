@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,20 @@ def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LMMS_TASKS_JUDGE_CACHE_DIR", str(tmp_path / "judge_cache"))
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec_cache"))
     return tmp_path
+
+
+@pytest.fixture
+def count_calls(monkeypatch: pytest.MonkeyPatch) -> Callable[[collections.Counter, str, Any, str], None]:
+    """`count_calls(counts, name, owner, attribute)`: every call of `owner.attribute` adds 1 to `counts[name]` (the
+    real function still runs; undone after the test). For tests that a piece of work is done once."""
+
+    def count(counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
+        real = getattr(owner, attribute)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, attribute, counted)
+
+    return count

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -41,17 +42,9 @@ def _metric_list() -> list[dict[str, Any]]:
     return load_yaml_config(yaml_path=str(Path(tasks_path()) / "haerae_vision" / "haerae_vision_original.yaml"), mode="full")["metric_list"]
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
-    real = getattr(owner, attribute)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        counts[name] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, attribute, counted)
-
-
-def test_the_task_is_judged_scored_and_checked_once_and_the_aggregations_read_the_items(judge_env: StandInServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_task_is_judged_scored_and_checked_once_and_the_aggregations_read_the_items(
+    judge_env: StandInServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count_calls: Callable[..., None]
+) -> None:
     docs = [
         {"hv_task": "haerae_vision_original", "hv_variant": "original", "question_idx": q, "category": c, "question_used": text, "checklist_text": "['a' 'b']"}
         for q, c, text, _ in ITEMS
@@ -60,10 +53,10 @@ def test_the_task_is_judged_scored_and_checked_once_and_the_aggregations_read_th
     entries = _metric_list()
     assert {e["metric"] for e in entries} == set(metrics.METRICS) == set(results[0])
     counts: collections.Counter = collections.Counter()
-    _counting(monkeypatch, counts, "ScoredTask", metrics.ScoredTask, "__init__")
-    _counting(monkeypatch, counts, "validation", metrics, "_validated")
-    _counting(monkeypatch, counts, "category_means", metrics.ScoredTask, "category_means")
-    _counting(monkeypatch, counts, "judge_batch", judge, "judge_batch")
+    count_calls(counts, "ScoredTask", metrics.ScoredTask, "__init__")
+    count_calls(counts, "validation", metrics, "_validated")
+    count_calls(counts, "category_means", metrics.ScoredTask, "category_means")
+    count_calls(counts, "judge_batch", judge, "judge_batch")
     scored = hooks.score_batch(results, args=SimpleNamespace(output_path=str(tmp_path / "out")))
     batch_counts = dict(counts)
     values = {e["metric"]: e["aggregation"]([r[e["metric"]] for r in scored]) for e in entries}

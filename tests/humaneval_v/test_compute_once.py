@@ -7,6 +7,7 @@ per task (the batch step and 4 aggregations) and 6 pass@k computations per Human
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +36,10 @@ def _metric_list(task: str) -> list[dict[str, Any]]:
     return load_yaml_config(yaml_path=str(Path(tasks_path()) / "humaneval_v" / f"{task}.yaml"), mode="full")["metric_list"]
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, counts: collections.Counter, name: str, owner: Any, attribute: str) -> None:
-    real = getattr(owner, attribute)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        counts[name] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(owner, attribute, counted)
-
-
 @pytest.mark.parametrize("task", ["humaneval_v_v2c", "humaneval_v_v2c_pass3"])
-def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(task: str, data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(
+    task: str, data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count_calls: Callable[..., None]
+) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
     documents = list(hooks.dataset_for(task)()["test"])
     k = hooks.k_of(task)
@@ -55,10 +48,10 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(task: str, d
     entries = _metric_list(task)
     assert {e["metric"] for e in entries} == set(hooks.metric_names(task)) == set(items[0])
     counts: collections.Counter = collections.Counter()
-    _counting(monkeypatch, counts, "Scored", metrics, "Scored")
-    _counting(monkeypatch, counts, "validation", metrics, "_ordered")
-    _counting(monkeypatch, counts, "pass_at_k", metrics, "pass_at_k")
-    _counting(monkeypatch, counts, "pass_at_k", passk, "pass_at_k")
+    count_calls(counts, "Scored", metrics, "Scored")
+    count_calls(counts, "validation", metrics, "_ordered")
+    count_calls(counts, "pass_at_k", metrics, "pass_at_k")
+    count_calls(counts, "pass_at_k", passk, "pass_at_k")
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
     scored = hooks.score_batch(items, args=args)
     values = {e["metric"]: e["aggregation"]([d[e["metric"]] for d in scored]) for e in entries}
