@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, clear_memo, judge_batch
+from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, clear_memo, judge_batch
 
 SERVER_SCRIPT = """
 import http.server, socketserver, sys

@@ -8,7 +8,7 @@ import pytest
 
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
 from lmms_tasks.utils.services.data import DataError, task_loader
-from lmms_tasks.utils.services.judge import JudgeUnavailable
+from lmms_tasks.utils.services.llm_judge.judge import JudgeUnavailable
 
 
 def _failing(error: BaseException):  # noqa: ANN202 - a build() that raises

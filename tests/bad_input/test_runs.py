@@ -106,7 +106,7 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     in a shell without any judge setting reuses that judge and cache (no call: every judgement is cached)
     instead of calling the default judge; --judge-* options override it, --ignore-run-judge ignores it."""
     from lmms_tasks.utils.commands.score import main as score
-    from lmms_tasks.utils.services import judge
+    from lmms_tasks.utils.services.llm_judge import judge
 
     samples, work, run = _demo_files(demo_two_models, "haerae_vision_original", tmp_path)
     summary = json.loads((run.output_dir / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))

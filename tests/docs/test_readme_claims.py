@@ -279,7 +279,7 @@ def package_sources() -> list[Path]:
 def variables_read_by_our_code() -> set[str]:
     """Our variables (any string literal with our prefixes in the package, and the judge's composed names),
     the scripts' variables, and the other tools' variables our code reads with `.get`/`getenv`/`environ[]`."""
-    from lmms_tasks.utils.services import judge
+    from lmms_tasks.utils.services.llm_judge import judge
 
     found = {judge.ENV_PREFIX + suffix for suffix, _ in judge._FIELDS.values()}
     for path in package_sources():
@@ -521,7 +521,7 @@ def judge_precedence_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     """The levels of `score`'s judge settings, lowest first, found by behaviour: each level sets the model,
     and the level whose model wins when all are set is removed until none is left."""
     from lmms_tasks.utils.commands import score
-    from lmms_tasks.utils.services.judge import JudgeConfig, hand
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, hand
 
     levels = list(score.PRECEDENCE)
     found: list[str] = []

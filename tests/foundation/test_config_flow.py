@@ -43,11 +43,11 @@ REGISTRIES = {
     ("utils/compat/__init__.py", "_installed"): "which shims this process installed (once per process; read by `installed()` for the log)",
     ("utils/compat/__init__.py", "_done"): "the shims were installed once in this process",
     ("utils/compat/exit_status.py", "_uncaught"): "lmms-eval's own uncaught error, recorded for the exit status (written and read by the shim)",
-    ("utils/services/judge.py", "_announced"): "log once per task and role which judge scores it",
-    ("utils/services/judge.py", "_clients"): "one HTTP client per endpoint configuration (a cache keyed by the whole configuration)",
-    ("utils/services/judge.py", "_memo"): "finished batches keyed by their content (config, requests, replies): a cache",
-    ("utils/services/judge.py", "_preflights"): "each endpoint/key/model is checked once per process (a cache of the answer)",
-    ("utils/services/judge.py", "_reachable"): "each endpoint's reachability, checked once per process (a cache)",
+    ("utils/services/llm_judge/judge.py", "_announced"): "log once per task and role which judge scores it",
+    ("utils/services/llm_judge/judge.py", "_clients"): "one HTTP client per endpoint configuration (a cache keyed by the whole configuration)",
+    ("utils/services/llm_judge/judge.py", "_memo"): "finished batches keyed by their content (config, requests, replies): a cache",
+    ("utils/services/llm_judge/judge.py", "_preflights"): "each endpoint/key/model is checked once per process (a cache of the answer)",
+    ("utils/services/llm_judge/judge.py", "_reachable"): "each endpoint's reachability, checked once per process (a cache)",
     ("utils/services/sandbox.py", "_warned"): "warn once per process",
     ("utils/services/schema.py", "_indexed"): "media files already indexed (a cache)",
     ("utils/services/schema.py", "_verified"): "media files already verified (a cache)",
@@ -177,7 +177,7 @@ def test_no_runtime_module_reads_a_task_yaml(path: Path) -> None:
 
 
 def runtime_module_names(tree: ast.AST) -> set[str]:
-    """Names a module binds to runtime modules of ours (`from lmms_tasks.utils.services import judge`)."""
+    """Names a module binds to runtime modules of ours (`from lmms_tasks.utils.services.llm_judge import judge`)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lmms_tasks.utils") and ".commands" not in (node.module or ""):
@@ -286,7 +286,7 @@ def test_the_loader_builds_from_the_metadata_lmms_eval_passes_and_records_into_i
 
 
 def test_a_hook_takes_its_judge_from_the_metadata_and_what_a_command_handed_over() -> None:
-    from lmms_tasks.utils.services import judge
+    from lmms_tasks.utils.services.llm_judge import judge
 
     env = {"LMMS_TASKS_JUDGE_MODEL": "env", "LMMS_TASKS_JUDGE_CONCURRENCY": "7"}
     yaml = {"judge": {"model": "yaml", "params": {"max_tokens": 9}}}
@@ -305,7 +305,7 @@ def test_a_hook_takes_its_judge_from_the_metadata_and_what_a_command_handed_over
 
 
 def test_recorded_replies_handed_over_are_used_and_nothing_is_sent(tmp_path: Path) -> None:
-    from lmms_tasks.utils.services import judge
+    from lmms_tasks.utils.services.llm_judge import judge
 
     config = judge.JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="EMPTY", cache_dir=str(tmp_path / "cache"), progress=False)
     requests = [judge.JudgeRequest("a", [{"role": "user", "content": "a"}]), judge.JudgeRequest("b", [{"role": "user", "content": "b"}])]

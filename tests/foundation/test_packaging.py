@@ -203,7 +203,7 @@ def test_wheel_holds_the_product_and_none_of_the_developer_tools(wheel: Path) ->
         assert f"lmms_tasks/{module}.py" in names
     for bench in BENCHMARKS:
         assert f"lmms_tasks/utils/{bench}/hooks.py" in names and f"lmms_tasks/{bench}/utils.py" in names
-    assert {"lmms_tasks/utils/services/judge.py", "lmms_tasks/utils/services/sandbox.py", "lmms_tasks/utils/compat/__init__.py"} <= names
+    assert {"lmms_tasks/utils/services/llm_judge/judge.py", "lmms_tasks/utils/services/sandbox.py", "lmms_tasks/utils/compat/__init__.py"} <= names
     assert not [n for n in names if n.startswith(("lmms_tasks/utils/testing/", "lmms_tasks/utils/commands/upstream/")) or n.endswith(".patch")]
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.haerae_vision import hooks, metrics
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE = "stand-in-judge"

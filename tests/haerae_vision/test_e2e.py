@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from lmms_tasks.utils.commands.score import rescore
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer

@@ -17,7 +17,7 @@ import pytest
 
 from lmms_tasks.utils.haerae_vision import hooks, metrics
 from lmms_tasks.utils.haerae_vision.judging import template
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -293,7 +293,7 @@ CATEGORY_MEANS = {"": 1.0, "게임": 0.25, "음식 문화": 0.5}
 
 
 def _verdict_item(qid: str, category: str, verdict: object) -> dict[str, Any]:
-    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+    from lmms_tasks.utils.services.llm_judge.verdicts import FAILED, PARSED
 
     item = metrics.process_results(_doc(int(qid), category, f"질문 {qid}"), ["답"])["haerae_vision_score"]
     return {**item, PARSED: None if verdict == "failed" else verdict, FAILED: verdict == "failed"}
@@ -302,7 +302,7 @@ def _verdict_item(qid: str, category: str, verdict: object) -> dict[str, Any]:
 def _batch_scored(items: list[dict[str, Any]]) -> tuple[metrics.ScoredTask, list[dict[str, Any]]]:
     """What the batch step computes from judged items (`ScoredTask`) and the items as it writes them
     (`metrics.batch_fields`), after the samples-file JSON round trip."""
-    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+    from lmms_tasks.utils.services.llm_judge.verdicts import FAILED, PARSED
 
     scored = metrics.ScoredTask(
         task=items[0]["task"],
@@ -345,7 +345,7 @@ def test_a_missing_category_is_empty_not_the_text_none(doc_category: str | None,
 
 
 def _verdict_item_from(item: dict[str, Any], verdict: float) -> dict[str, Any]:
-    from lmms_tasks.utils.services.verdicts import FAILED, PARSED
+    from lmms_tasks.utils.services.llm_judge.verdicts import FAILED, PARSED
 
     return {**item, PARSED: verdict, FAILED: False}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE_ENV = ("MODEL", "BASE_URL", "API_KEY", "API_VERSION", "CONCURRENCY", "TIMEOUT", "MAX_RETRIES", "BACKOFF", "BACKOFF_MAX", "CACHE_DIR", "PROGRESS", "PREFLIGHT")
@@ -94,7 +94,7 @@ import re
 
 from lmms_tasks.utils.compat import batch_scoring, task_config
 from lmms_tasks.utils.services.data import metadata_of
-from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
+from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
 
 # a stock lmms-eval 0.7.3 learns process_results_batch (patch 0006) from these two backports; nothing else of
 # ours is installed (a third-party task's run keeps lmms-eval's own exit status)

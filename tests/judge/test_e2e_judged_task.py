@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.commands import score as rescore
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.e2e import offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 

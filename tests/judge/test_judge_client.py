@@ -12,8 +12,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from lmms_tasks.utils.services import judge
-from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch
+from lmms_tasks.utils.services.llm_judge import judge
+from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 HTTP = judge._http_module()  # the httpx-compatible package the installed openai client is built on

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 KEY = "sk-preflight-secret-0123456789abcdef"

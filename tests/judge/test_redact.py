@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_tasks.utils.services.secrets import REDACTED, redact
+from lmms_tasks.utils.services.llm_judge.secrets import REDACTED, redact
 
 KEY = "sk-proj-AbCdEf0123456789xyz"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.commands import score as rescore
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 # From the scripted judge replies (conftest.JUDGE_REPLIES): 2/2, 1/2, unparseable (0), HTTP 500 (failed, 0).

@@ -11,16 +11,16 @@ import textwrap
 import time
 from pathlib import Path
 
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.cache import DiskCache
-from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch
+from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 N = 24
 
 SCRIPT = textwrap.dedent(
     f"""
-    from lmms_tasks.utils.services.judge import JudgeConfig, JudgeRequest, judge_batch
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch
 
     config = JudgeConfig.resolve(task="resume_task", default_model="stand-in-judge")
     requests = [JudgeRequest(key=str(i), messages=[{{"role": "user", "content": f"resume item {{i}}"}}]) for i in range({N})]

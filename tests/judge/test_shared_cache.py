@@ -19,7 +19,7 @@ from lmms_tasks.utils.testing.openai_server import StandInServer
 
 SCORER = r"""
 import json, os, sys, time
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 barrier = sys.argv[1]
 while not os.path.exists(barrier):
     time.sleep(0.01)

@@ -1,4 +1,4 @@
-"""`services.verdicts.check_unparsed`: the share of unparsed judge replies above which a run warns and exits 3
+"""`services.llm_judge.verdicts.check_unparsed`: the share of unparsed judge replies above which a run warns and exits 3
 (LMMS_TASKS_UNPARSED_MAX_SHARE, default more than half; always when every reply is unparsed)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from lmms_tasks.utils.services import status as run_status
-from lmms_tasks.utils.services import verdicts
-from lmms_tasks.utils.services.judge import JudgeOutcome
+from lmms_tasks.utils.services.llm_judge import verdicts
+from lmms_tasks.utils.services.llm_judge.judge import JudgeOutcome
 
 
 def _outcomes(unparsed: int, parsed: int, failed: int = 0) -> dict[str, JudgeOutcome]:

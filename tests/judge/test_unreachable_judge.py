@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture

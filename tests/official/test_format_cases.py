@@ -14,7 +14,7 @@ import pytest
 
 from lmms_tasks.utils.commands.official import cli, humaneval_v, vlm2_bench
 from lmms_tasks.utils.commands.official.common import RunTask
-from lmms_tasks.utils.services.judge import clear_memo
+from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing.fixtures import haerae_vision as haerae_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
 from lmms_tasks.utils.vlm2_bench.hooks import SCORE

@@ -17,7 +17,7 @@ import pytest
 
 from lmms_tasks.utils.commands.official import cli
 from lmms_tasks.utils.humaneval_v import execution, metrics
-from lmms_tasks.utils.services.judge import clear_memo
+from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing import unhurried
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fixture
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.commands.official import cli
-from lmms_tasks.utils.services.judge import clear_memo
+from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
 pytestmark = pytest.mark.e2e

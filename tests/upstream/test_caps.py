@@ -128,7 +128,7 @@ def test_no_name_of_this_project_under_lmms_eval(stack_export: Any) -> None:
 
 
 def test_the_rename_covers_each_spelling() -> None:
-    from lmms_tasks.utils.services import judge
+    from lmms_tasks.utils.services.llm_judge import judge
     from lmms_tasks.utils.testing.openai_server import EXPORTED_PREFLIGHT_HEADER
 
     assert rename_project("os.environ['LMMS_TASKS_JUDGE_MODEL'] or '~/.cache/lmms_tasks/judge'", "lmms_tasks") == "os.environ['LMMS_EVAL_JUDGE_MODEL'] or '~/.cache/lmms_eval/judge'"

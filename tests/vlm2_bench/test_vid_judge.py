@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lmms_tasks.utils.services.judge import clear_memo
+from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.services.prompts import prompt
 from lmms_tasks.utils.vlm2_bench import hooks
 

@@ -22,12 +22,12 @@ import datasets
 
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
-from lmms_tasks.utils.services.judge import announce
+from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.services.verdicts import max_share
+from lmms_tasks.utils.services.llm_judge.verdicts import max_share
 
 Item = Mapping[str, Any]
 
@@ -119,13 +119,13 @@ SCORE = "haerae_vision_score"
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict[str, Any]]:
     """The tasks' `process_results_batch`, the one place where the task is judged and its numbers computed (one
     batch per task), by the judge its config names (`config.metadata`: the YAML's `judge:` and what a command
-    handed over): every metric's item of each document gets the item's verdict (`services.verdicts`) and,
+    handed over): every metric's item of each document gets the item's verdict (`services.llm_judge.verdicts`) and,
     for a judged item, its official value (`item_score`) and its category's mean (`category_score`), which
     the aggregations read (`metrics.batch_fields`); every judged item's score (0-1; a reply without a usable
     score is 0) also goes into its `haerae_vision_score` item, as `haerae_vision_score` (what lmms-eval's CLT
     stderr reads) and `score` (/ 100), and into the sample's `unit_score` (/ 100, what --baseline reads); an
     item whose judge request failed gets none. When most replies have no usable score, the run warns and exits 3
-    (`services.verdicts.check_unparsed`).
+    (`services.llm_judge.verdicts.check_unparsed`).
 
     For the k-samples responses (`repeat` = j) each item's j-th response is judged (into
     `<output_path>/repeats/<j>/judgements/`), for lmms-eval's stability metrics."""

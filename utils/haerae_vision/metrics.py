@@ -29,7 +29,7 @@ from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, verdict_fields
+from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, verdict_fields
 
 METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores")
 BREAKDOWNS = ("category_scores", "item_scores")  # dict-valued: in results.json, not in the printed table
@@ -150,7 +150,7 @@ def _id_order(qid: str) -> tuple[int, int | str]:
 
 def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
     """One JudgeRequest per item."""
-    from lmms_tasks.utils.services.judge import JudgeRequest
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeRequest
 
     texts = judge_message_batch([(item["question_used"], item["response"], item["checklist_text"]) for item in items])
     requests = [
@@ -167,11 +167,11 @@ def _judge_requests(items: list[dict[str, Any]]) -> list[Any]:
 
 def judge_config(task: str, metadata: Mapping[str, Any] | None) -> Any:
     """The task's judge settings from the metadata it was handed (official defaults < LMMS_TASKS_JUDGE_* <
-    YAML metadata.judge < what a command handed over: `services.judge.JudgeConfig.for_task`).
+    YAML metadata.judge < what a command handed over: `services.llm_judge.judge.JudgeConfig.for_task`).
 
     Also called by the task's data loader, so a malformed setting stops the run before any inference.
     """
-    from lmms_tasks.utils.services.judge import JudgeConfig
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig
 
     return JudgeConfig.for_task(task, metadata, default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS)
 
@@ -185,8 +185,8 @@ def scored_task(
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`
     (the per-category means are in the results: `category_scores`). `output_dir` overrides the run's output path
     (k-samples responses are judged into their own folder); `check`: warn (exit status 3) when most replies
-    have no usable score (`services.verdicts.check_unparsed`); `metadata`: the task config's (its judge)."""
-    from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
+    have no usable score (`services.llm_judge.verdicts.check_unparsed`); `metadata`: the task config's (its judge)."""
+    from lmms_tasks.utils.services.llm_judge.judge import add_to_summary, judge_batch, judge_summary_metric
 
     checked = _validated(items)
     if not checked:
@@ -215,7 +215,7 @@ def scored_task(
 
 def batch_fields(scored: ScoredTask, verdicts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """What the batch step writes into every metric's item of each document, by question_idx: the judge's
-    verdict (`services.verdicts`) and, for a judged item, its official value (`item_score`: its score, 0.0
+    verdict (`services.llm_judge.verdicts`) and, for a judged item, its official value (`item_score`: its score, 0.0
     for a reply without one) and its category's mean (`category_score`). Computed here once per task; the
     aggregations read them (`judged_items`)."""
     means = scored.category_means()

@@ -30,7 +30,7 @@ from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, metadata_of, task_loader
-from lmms_tasks.utils.services.judge import announce
+from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import UNIT_SCORE, fraction_item, metric_item, unit_item
@@ -437,7 +437,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[
     task = str(items[0]["task"])
     if not strong_coder_enabled(metadata):
         return None
-    from lmms_tasks.utils.services.judge import JudgeRequest, judge_batch
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeRequest, judge_batch
 
     coder_task = f"{task}_strong_coder"
     config = coder_config(task, metadata)
@@ -470,8 +470,8 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[
 
 def coder_config(task: str, metadata: dict[str, Any] | None) -> Any:
     """The strong coder's settings (the judge client's configuration; official: gpt-4o, greedy), from the
-    metadata the task was handed (`services.judge.JudgeConfig.for_task`)."""
-    from lmms_tasks.utils.services.judge import JudgeConfig
+    metadata the task was handed (`services.llm_judge.judge.JudgeConfig.for_task`)."""
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig
 
     return JudgeConfig.for_task(task, metadata, default_model=DEFAULT_CODER, defaults={"temperature": 0, "top_p": 0.95, "max_tokens": 2048})
 

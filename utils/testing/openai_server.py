@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 
 Reply = str | None | Sequence[str] | Callable[["RecordedRequest"], str]
 Matcher = str | Callable[["RecordedRequest"], bool]

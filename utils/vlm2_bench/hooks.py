@@ -4,7 +4,7 @@
 the stripped response, the parse) under every metric name, and the aggregation functions below compute
 the official scores from those items, grouping by id. The PC-VID judge runs once per task in the batch step
 (`score_batch`, lmms-eval's `process_results_batch`) as one batch through
-`lmms_tasks.utils.services.judge.judge_batch`; it writes the verdicts into the items, and the aggregations
+`lmms_tasks.utils.services.llm_judge.judge.judge_batch`; it writes the verdicts into the items, and the aggregations
 are plain functions of them.
 
 Metric names: every subtask exposes its subtask score as `vlm2_score` (the groups average it) and its
@@ -31,7 +31,7 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.services.verdicts import Verdict, check_unparsed, max_share, verdict_fields
+from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
@@ -90,7 +90,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
             max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         docs = load_docs(subtask)
         if SUBTASKS[subtask][1] == "vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
-            from lmms_tasks.utils.services.judge import announce
+            from lmms_tasks.utils.services.llm_judge.judge import announce
 
             announce(judge_config(task, metadata), task)
         return docs
@@ -273,7 +273,7 @@ def judge_prompt_sha256() -> str:
 
 def judge_requests(items: Iterable[Item]) -> list[Any]:
     """One judge request per video answer: the official prompt for its type, filled with str.format."""
-    from lmms_tasks.utils.services.judge import JudgeRequest
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeRequest
     from lmms_tasks.utils.services.prompts import prompt
 
     requests = []
@@ -292,8 +292,8 @@ def judge_requests(items: Iterable[Item]) -> list[Any]:
 
 def judge_config(task: str, metadata: Mapping[str, Any] | None) -> Any:
     """PC-VID's judge from the metadata the task was handed (the official gpt-4o < LMMS_TASKS_JUDGE_* < the
-    YAML's metadata.judge < what a command handed over: `services.judge.JudgeConfig.for_task`)."""
-    from lmms_tasks.utils.services.judge import JudgeConfig
+    YAML's metadata.judge < what a command handed over: `services.llm_judge.judge.JudgeConfig.for_task`)."""
+    from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig
 
     return JudgeConfig.for_task(task, metadata, default_model=JUDGE_DEFAULT_MODEL, defaults=JUDGE_DEFAULTS)
 
@@ -302,14 +302,14 @@ def judge_vid(
     items: Sequence[Item], args: Any = None, output_dir: str | None = None, check: bool = True, metadata: Mapping[str, Any] | None = None
 ) -> dict[int, dict[str, Any]]:
     """Judge every PC-VID answer as one batch (the batch step calls this once per task) and return each
-    document's verdict fields (`services.verdicts`) by doc_index.
+    document's verdict fields (`services.llm_judge.verdicts`) by doc_index.
 
     The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`.
     `output_dir` overrides the run's output path (k-samples responses are judged into their own folder).
     `check`: warn, and exit 3, when most replies have no usable score (`verdicts.check_unparsed`), and warn
     when a question type has no judged video (its official percentage is then the constant 0). `metadata`:
     the task config's (its judge)."""
-    from lmms_tasks.utils.services.judge import add_to_summary, judge_batch, judge_summary_metric
+    from lmms_tasks.utils.services.llm_judge.judge import add_to_summary, judge_batch, judge_summary_metric
 
     items = list(items)
     task = str(items[0]["task"]) if items else "vlm2_bench_pc_vid"
@@ -517,7 +517,7 @@ def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
 
 def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: int | None = None, config: Any = None) -> list[dict[str, Any]]:
     """The task's `process_results_batch`. PC-VID: the one place where the answers are judged (one batch per
-    task, by the judge the task config names: `config.metadata`); every metric's item of each document gets the judge's verdict (`services.verdicts`), from which
+    task, by the judge the task config names: `config.metadata`); every metric's item of each document gets the judge's verdict (`services.llm_judge.verdicts`), from which
     the aggregations compute. Every metric with a standard error (`UNIT_SCORES`): each unit's score goes
     into that metric's item of the document that stands for it (a pair's first question, a counting answer,
     every grouping question, every judged video), as `vlm2_score` (the task's `score_key`: on the metric's

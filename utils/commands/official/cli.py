@@ -10,7 +10,7 @@ from typing import Any
 from lmms_tasks.utils.commands import score as scoring
 from lmms_tasks.utils.commands.official import data_sources, haerae_vision, humaneval_v, vlm2_bench
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, staged
-from lmms_tasks.utils.services import judge
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.data import DataError
 
 BENCHES = {

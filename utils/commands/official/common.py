@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_tasks.utils.services.judge import RecordedReplies
+from lmms_tasks.utils.services.llm_judge.judge import RecordedReplies
 
 
 class OfficialFormatError(ValueError):

@@ -31,7 +31,7 @@ from typing import Any
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
 from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
 from lmms_tasks.utils.services.data import DataError, DataSource
-from lmms_tasks.utils.services.judge import RecordedReplies
+from lmms_tasks.utils.services.llm_judge.judge import RecordedReplies
 
 SCORED_COLUMNS = ("judge_response", "score")
 

@@ -42,7 +42,7 @@ from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key, write_atomic
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.secrets import redact
+from lmms_tasks.utils.services.llm_judge.secrets import redact
 
 ENV_PREFIX = "LMMS_TASKS_JUDGE_"
 DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"

@@ -42,7 +42,7 @@ class Verdict:
 
 
 def verdict_fields(outcome: Any) -> dict[str, Any]:
-    """The fields of one judge outcome (`services.judge.JudgeOutcome`) an item carries."""
+    """The fields of one judge outcome (`services.llm_judge.judge.JudgeOutcome`) an item carries."""
     failed = outcome.error is not None
     return {PARSED: None if failed else outcome.parsed, FAILED: failed}
 
