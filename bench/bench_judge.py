@@ -61,7 +61,7 @@ def run_once(n: int, latency: float, concurrency: int, progress: bool) -> tuple[
             # (done once per process, long before judging in an lmms-eval run) stay out of the figure.
             with tempfile.TemporaryDirectory() as warm_cache:
                 warm = JudgeConfig(**{**config.__dict__, "cache_dir": warm_cache, "progress": False})
-                judge_batch("bench_warmup", [JudgeRequest("w", [{"role": "user", "content": "warm-up"}])], str, config=warm, output_dir=warm_cache)
+                judge_batch("bench_warmup", [JudgeRequest(key="w", messages=[{"role": "user", "content": "warm-up"}])], str, config=warm, output_dir=warm_cache)
             clear_memo()
             started = time.monotonic()
             batch = judge_batch("bench_judge", requests, lambda text: text, config=config, output_dir=cache)

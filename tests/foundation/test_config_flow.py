@@ -308,7 +308,7 @@ def test_recorded_replies_handed_over_are_used_and_nothing_is_sent(tmp_path: Pat
     from lmms_tasks.utils.services.llm_judge import judge
 
     config = judge.JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="EMPTY", cache_dir=str(tmp_path / "cache"), progress=False)
-    requests = [judge.JudgeRequest("a", [{"role": "user", "content": "a"}]), judge.JudgeRequest("b", [{"role": "user", "content": "b"}])]
+    requests = [judge.JudgeRequest(key="a", messages=[{"role": "user", "content": "a"}]), judge.JudgeRequest(key="b", messages=[{"role": "user", "content": "b"}])]
     replies = judge.RecordedReplies({"a": "<score>1</score>"}, source="file.csv")
     batch = judge.judge_batch("t_replayed", requests, str, config=config, output_dir=tmp_path, metadata=judge.hand({}, judge.Handed(replies=replies)))
     assert batch.outcomes["a"].content == "<score>1</score>" and "no recorded judge reply in file.csv" in (batch.outcomes["b"].error or "")

@@ -65,7 +65,7 @@ def test_k8_generation_parameters() -> None:
 def test_k9_judge_runs_at_api_defaults() -> None:
     config = JudgeConfig.resolve(default_model=DEFAULT_JUDGE_MODEL, defaults=JUDGE_PARAMS, env={})
     assert config.model == "gpt-5-mini"
-    payload = request_payload(config, JudgeRequest("1", [{"role": "user", "content": "채점"}], params=dict(JUDGE_PARAMS)))
+    payload = request_payload(config, JudgeRequest(key="1", messages=[{"role": "user", "content": "채점"}], params=dict(JUDGE_PARAMS)))
     assert set(payload) == {"model", "messages"}  # no temperature, no token limit, no system prompt
 
 

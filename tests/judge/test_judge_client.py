@@ -157,7 +157,7 @@ def test_parser_exception_counts_as_unparsed(server: StandInServer, fast_config:
 
 def test_duplicate_keys_are_rejected_naming_the_key() -> None:
     with pytest.raises(ValueError, match="'7'"):
-        judge_batch("t", [JudgeRequest("7", user("a")), JudgeRequest("7", user("b"))], parse_score, config=JudgeConfig(model="m"))
+        judge_batch("t", [JudgeRequest(key="7", messages=user("a")), JudgeRequest(key="7", messages=user("b"))], parse_score, config=JudgeConfig(model="m"))
 
 
 # -- cache, memo, records, usage --------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_same_batch_in_one_process_is_memoized(server: StandInServer, fast_confi
 
 def test_records_and_summary_files(server: StandInServer, fast_config: JudgeConfig, tmp_path: Path) -> None:
     server.script("bad", "no tag here")
-    reqs = [JudgeRequest("a", user("good one"), meta={"doc_id": 3, "category": "x"}), JudgeRequest("b", user("bad one"), meta={"doc_id": 4})]
+    reqs = [JudgeRequest(key="a", messages=user("good one"), meta={"doc_id": 3, "category": "x"}), JudgeRequest(key="b", messages=user("bad one"), meta={"doc_id": 4})]
     batch = judge_batch("rec_task", reqs, parse_score, config=fast_config, output_dir=tmp_path / "run", prompt_sha256="f" * 64)
     directory = tmp_path / "run" / "judgements"
     lines = [json.loads(line) for line in (directory / "rec_task.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -251,13 +251,13 @@ def test_token_usage_goes_to_lmms_eval_usage_block(server: StandInServer, fast_c
 )
 def test_request_payload(model: str, params: dict, expected: dict) -> None:
     config = JudgeConfig(model=model, params=params)
-    payload = judge.request_payload(config, JudgeRequest("k", user("hi")))
+    payload = judge.request_payload(config, JudgeRequest(key="k", messages=user("hi")))
     assert payload == {"model": model, "messages": user("hi"), **expected}
 
 
 def test_request_params_override_config_defaults() -> None:
     config = JudgeConfig(model="m", params={"max_tokens": 300, "temperature": 0.0})
-    payload = judge.request_payload(config, JudgeRequest("k", user("hi"), params={"max_tokens": 10}))
+    payload = judge.request_payload(config, JudgeRequest(key="k", messages=user("hi"), params={"max_tokens": 10}))
     assert payload["max_tokens"] == 10 and payload["temperature"] == 0.0
 
 
@@ -355,7 +355,7 @@ def test_http_pool_is_sized_to_the_concurrency() -> None:
 
 
 def test_identical_requests_in_one_batch_make_one_call(server: StandInServer, fast_config: JudgeConfig) -> None:
-    reqs = [JudgeRequest("a", user("same prompt")), JudgeRequest("b", user("same prompt")), JudgeRequest("c", user("other"))]
+    reqs = [JudgeRequest(key="a", messages=user("same prompt")), JudgeRequest(key="b", messages=user("same prompt")), JudgeRequest(key="c", messages=user("other"))]
     batch = judge_batch("t", reqs, parse_score, config=fast_config)
     assert per_text(server) == Counter({"same prompt": 1, "other": 1})
     assert batch.outcomes["a"].content == batch.outcomes["b"].content is not None

@@ -25,7 +25,7 @@ while not os.path.exists(barrier):
     time.sleep(0.01)
 config = judge.JudgeConfig(model="stand-in-judge", base_url=os.environ["BASE_URL"], api_key="EMPTY", concurrency=4,
                            max_retries=0, cache_dir=os.environ["CACHE_DIR"], progress=False)
-requests = [judge.JudgeRequest(str(i), [{"role": "user", "content": f"judge item {i}"}]) for i in range(int(os.environ["N"]))]
+requests = [judge.JudgeRequest(key=str(i), messages=[{"role": "user", "content": f"judge item {i}"}]) for i in range(int(os.environ["N"]))]
 batch = judge.judge_batch("shared_cache_test", requests, parse=str, config=config, output_dir=os.environ["OUT"])
 print(json.dumps({k: [o.content, o.cached, o.error] for k, o in batch.outcomes.items()}))
 """

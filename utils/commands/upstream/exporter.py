@@ -52,7 +52,7 @@ class Service:
 SERVICES = (
     Service(
         "task_cache",
-        ("services.cache",),
+        ("services.cache", "services.status"),
         "cache",
         "feat(tasks): content-addressed disk cache for slow, deterministic task scoring steps",
         "A cache of one JSON file per entry, addressed by the sha256 of a canonical rendering of what identifies the work and "
@@ -64,7 +64,7 @@ SERVICES = (
     ),
     Service(
         "judge_client",
-        ("services.judge", "services.verdicts"),
+        ("services.llm_judge.judge", "services.llm_judge.verdicts"),
         "judge",
         "feat(tasks): shared LLM-judge client with a disk cache, resume, bounded concurrency and network-only retries",
         "An OpenAI-compatible (and Azure) judge client for task scoring hooks: every request is cached on disk under a key of its exact "
@@ -170,6 +170,8 @@ class _Builder:
         """READMEs, YAML comments, Python comments and strings: name the exported modules (only those actually exported)."""
 
         def exported(module: str) -> bool:
+            if self.mapping.is_upstream_package(module):
+                return True
             first = module.split(".")[:2]
             if len(first) > 1 and first[1] in self.tree.benchmarks and self.tree.benchmark_dir(first[1]).is_dir():
                 return True
@@ -220,6 +222,8 @@ class _Builder:
         parts = module.split(".")
         if module in (tree.package, tree.library_package):
             return  # generated shared __init__ (see `_shared_init`)
+        if self.mapping.is_upstream_package(module):
+            return  # lmms-eval's own package (`lmms_eval/llm_judge/`): its `__init__` stays lmms-eval's
         if len(parts) >= 2 and parts[1] in tree.benchmarks:
             return  # the task folder, exported whole by `benchmark`
         if module == f"{tree.package}.{COMPAT_PACKAGE}" or module.startswith(f"{tree.package}.{COMPAT_PACKAGE}."):

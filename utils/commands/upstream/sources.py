@@ -9,6 +9,9 @@ Placement rule (one module, one place):
 - `<pkg>.<benchmark>` (the include-path task folder)      -> `lmms_eval.tasks.<benchmark>`
 - `<pkg>.utils.<benchmark>.x` (a benchmark's library)     -> `lmms_eval.tasks.<benchmark>.<LIB_NAME>.x`
 - `<pkg>.utils.x` (shared library), `<pkg>` itself       -> `lmms_eval.tasks._task_utils.<SHARED_NAME>.x`
+- `<pkg>.utils.<JUDGING_PACKAGE>.x` (the judge)            -> `lmms_eval.llm_judge.x` (`JUDGING_TARGET`: built on
+  lmms-eval's own judge package, so the module we run is the module we contribute; that package's `__init__` is
+  lmms-eval's and is never written)
 
 The shared library's place carries no name of ours (`SHARED_NAME`), and neither does the rest of the exported
 text (`pyrewrite.rename_project`).
@@ -24,6 +27,8 @@ TASKS_PACKAGE = "lmms_eval.tasks"
 LIB_NAME = "lib"
 SHARED_NAME = "task_runtime"  # lmms_eval/tasks/_task_utils/<SHARED_NAME>/: the runtime the tasks share (no project name upstream)
 MANIFEST_NAME = ".lmms_tasks_export.json"
+JUDGING_PACKAGE = "services.llm_judge"  # below the shared library: its modules extend lmms-eval's judge package
+JUDGING_TARGET = "lmms_eval.llm_judge"
 
 
 class ExportError(RuntimeError):
@@ -97,6 +102,10 @@ class ModuleMap:
     def shared_package(self) -> str:
         return f"{TASKS_PACKAGE}._task_utils.{SHARED_NAME}"
 
+    def is_upstream_package(self, module: str) -> bool:
+        """A package of ours whose `__init__` is lmms-eval's own upstream (the judging package): never written."""
+        return module == f"{self.tree.library_package}.{JUDGING_PACKAGE}"
+
     def is_ours(self, module: str) -> bool:
         return module == self.tree.package or module.startswith(self.tree.package + ".")
 
@@ -110,6 +119,9 @@ class ModuleMap:
             return self.shared_package
         if parts[1] == "utils":
             rest = parts[2:]
+            judging = JUDGING_PACKAGE.split(".")
+            if rest[: len(judging)] == judging:
+                return ".".join([JUDGING_TARGET, *rest[len(judging) :]])
             if rest[0] in tree.benchmarks:
                 return ".".join([TASKS_PACKAGE, rest[0], LIB_NAME, *rest[1:]])
             return ".".join([self.shared_package, *rest])

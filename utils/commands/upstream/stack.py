@@ -405,9 +405,10 @@ def _named_by(sources: dict[str, bytes], files: dict[str, bytes]) -> set[str]:
     text = "\n".join(d.decode("utf-8", errors="replace") for r, d in sources.items() if r.endswith(".py"))
     needed = set()
     for rel in files:
-        if rel.startswith("lmms_eval/tasks/_task_utils/") and rel.endswith(".py"):
+        if rel.startswith(("lmms_eval/tasks/_task_utils/", JUDGING_HOME)) and rel.endswith(".py"):
             module = rel[: -len(".py")].removesuffix("/__init__").replace("/", ".")
-            if re.search(rf"\b{re.escape(module)}\b", text):
+            parent, _, name = module.rpartition(".")
+            if re.search(rf"\b{re.escape(module)}\b|\bfrom {re.escape(parent)} import [^\n]*\b{name}\b", text):
                 needed.add(rel)
     return needed
 

@@ -1,28 +1,18 @@
-"""The one judge / LLM client every benchmark uses: concurrent, cached, resumable, fault-tolerant.
+"""Judging built on lmms-eval's `llm_judge` (`ServerConfig`, `Request`/`Response`, `OpenAIProvider`), adding what it
+lacks: a content-addressed disk cache (a re-run or a resumed run repeats no finished call), retries of network errors,
+408/409/429 and 5xx only (honouring `Retry-After`), a bounded pool, a preflight check before inference, one JSONL record
+per request and a summary beside the results. A task's batch step builds one `JudgeRequest` per item and calls
+`judge_batch` once; nothing here raises for a judge-side error: a request still failing after its retries gets
+`outcome.error` and is counted.
 
-Judging is the slow, costly, failure-prone part of an evaluation, so it runs off the per-document path:
-a task's aggregation function (rank 0, after gather) builds one `JudgeRequest` per item and calls
-`judge_batch` once. The batch goes through a bounded thread pool over one thread-safe `openai` client
-(any OpenAI-compatible endpoint: OpenAI, Azure OpenAI, vLLM, SGLang), with our own retry policy
-(exponential backoff with jitter; Retry-After honoured), a content-addressed disk cache (a re-run or a
-resumed run repeats no finished call), one JSONL record per request next to the results, and token usage
-logged to lmms-eval's usage block. Nothing here raises for judge-side errors: a request that still fails
-after the last retry gets `outcome.error` and is counted; the benchmark scores it by its official rule.
-
-Configuration is an order of arguments, lowest to highest precedence (`JudgeConfig.resolve`): the
-benchmark's built-in default model and request params (`default_model`, `defaults`) < the environment
-variables `LMMS_TASKS_JUDGE_*` (`env`, read, never written) < the task YAML's `metadata: {judge: {...}}`
-(`yaml`) < the judge recorded with the run (`recorded`: `score`) < the command's `--judge-*` options
-(`options`). A hook gets them from the task's metadata (`JudgeConfig.for_task`): lmms-eval hands the
-metadata to the task's loader and the task config to its batch step, and a command puts what it adds
-(the recorded judge, its options, recorded replies: `handed`) into the config it hands over. Nothing here
-reads a task YAML, writes the environment or keeps a setting in a module global.
-Nothing touches the network at import time; the client is created on the first request.
+Settings, lowest precedence first (`JudgeConfig.resolve`): the benchmark's default model and params < the environment
+`LMMS_TASKS_JUDGE_*` (only read) < the task YAML's `metadata.judge` < the judge recorded with the run < a command's
+options; a hook gets them from the metadata it is handed (`JudgeConfig.for_task`). No task YAML is read here, no
+setting kept in a module global, and nothing touches the network at import time.
 """
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import json
 import os
@@ -38,11 +28,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from lmms_eval.llm_judge.base import ServerInterface
+from lmms_eval.llm_judge.protocol import Request, Response, ServerConfig
+from lmms_eval.llm_judge.providers.openai import OpenAIProvider
+from lmms_eval.models.model_utils.usage_metrics import log_usage
+
 from lmms_tasks import HELP
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.cache import DiskCache, compute_once, content_key, write_atomic
-from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.llm_judge.secrets import redact
+from lmms_tasks.utils.services.logging import logger
 
 ENV_PREFIX = "LMMS_TASKS_JUDGE_"
 DEFAULT_CACHE_DIR = "~/.cache/lmms_tasks/judge"
@@ -68,9 +63,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 _SECRET_YAML_KEYS = ("api_key",)  # never read secrets from a task YAML; name the variable with api_key_env
 
-# The task metadata keys a hook reads its judge from: the YAML's own `judge:` mapping, and what a command
-# adds to the config it hands over (`handed`): the judge recorded with the run, the `--judge-*` options,
-# recorded replies (`RecordedReplies`) and whether to run the preflight before the first request sent.
+# The task metadata keys a hook reads its judge from: the YAML's `judge:` mapping, and what a command hands over (`Handed`).
 YAML_KEY = "judge"
 HANDED_KEY = "lmms_tasks_handed"
 
@@ -190,6 +183,10 @@ class JudgeConfig:
             raise JudgeConfigError(f"judge concurrency must be >= 1, max_retries >= 0 and timeout > 0 (got {config})")
         return config
 
+    def server_config(self) -> ServerConfig:
+        """This judge as lmms-eval's `ServerConfig` (what its providers read)."""
+        return ServerConfig(model_name=self.model, timeout=self.timeout, num_retries=self.max_retries + 1, retry_delay=self.backoff, max_concurrent=self.concurrency)
+
     @property
     def endpoint_host(self) -> str:
         return urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
@@ -222,41 +219,32 @@ _preflights: dict[tuple[Any, ...], str | None] = {}
 
 
 class JudgeUnavailable(RuntimeError):
-    """The judge cannot judge (no key, a rejected key, an unknown model, an unreachable endpoint): found by
-    the preflight, before any model request; the message is one line naming model, endpoint, key and fix.
-    A run stops with exit status 1 (`exit_status`, read by lmms-eval's CLI as for bad data)."""
+    """The preflight found that the judge cannot judge (no key, a rejected key, an unknown model, no endpoint): one line
+    naming model, endpoint, key and fix; the run stops with exit status 1 (`exit_status`, as for bad data)."""
 
     exit_status = run_status.EXIT_DATA
 
 
 def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
-    """None if a TCP connection to the endpoint's host and port opens (nothing is sent), else why not.
-    Checked once per endpoint per process."""
+    """None if a TCP connection to the endpoint's host and port opens (nothing is sent), else why not; once per endpoint."""
     import socket
 
-    with _announce_lock:
-        if url in _reachable:
-            return _reachable[url]
-    parsed = urlparse(url)
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
-            problem = None
-    except OSError as exc:
-        problem = f"{type(exc).__name__}: {exc}"
-    with _announce_lock:
-        _reachable[url] = problem
-    return problem
+    if url not in _reachable:
+        parsed = urlparse(url)
+        try:
+            with socket.create_connection((parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80)), timeout=timeout):
+                problem = None
+        except OSError as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        with _announce_lock:
+            _reachable[url] = problem
+    return _reachable[url]
 
 
 def preflight_problem(config: JudgeConfig, role: str = "judge") -> str | None:
-    """None when the judge takes requests, else one line saying why not and what to set.
-
-    One chat completion of one token (works on OpenAI, Azure deployments and local OpenAI-compatible
-    servers alike), sent once per process for each endpoint, key and model. A missing key, a rejected key
-    (401/403), an unknown model (404), quota exhausted (429 `insufficient_quota`) and an endpoint that
-    cannot be reached fail it; any other answer (a reply, 400, 429, 5xx, a malformed body) shows that the
-    endpoint takes the key and knows the model."""
+    """None when the judge takes requests, else one line saying why not and what to set: a one-token chat completion,
+    once per process for each endpoint, key and model. No key, 401/403, 404, 429 `insufficient_quota` and no endpoint
+    fail it; any other answer (a reply, 400, 429, 5xx, a malformed body) shows that it takes the key and knows the model."""
     cache = (config.endpoint, config.api_version, config.model, content_key({"key": config.api_key or ""}), role)
     with _announce_lock:
         if cache in _preflights:
@@ -327,10 +315,8 @@ def check_judge(config: JudgeConfig, role: str = "judge") -> None:
 
 
 def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
-    """Before any model request: say which judge will score `task` and check that it takes requests
-    (`check_judge`: raises `JudgeUnavailable`, which stops the run). With the preflight off
-    (`LMMS_TASKS_JUDGE_PREFLIGHT=0`) only warn when the endpoint cannot be reached now (judging happens
-    after generation; a run whose judge is down ends with exit status 3)."""
+    """Before any model request: log which judge scores `task` and check it (`check_judge`, which stops the run); with
+    the preflight off only warn when the endpoint cannot be reached now (a judge down at judging time: exit status 3)."""
     with _announce_lock:
         first = (task, role) not in _announced
         _announced.add((task, role))
@@ -367,10 +353,9 @@ class RecordedReplies:
 
 @dataclass(frozen=True)
 class Handed:
-    """What a command adds to the task config it hands the hooks (under `metadata[HANDED_KEY]`): the judge
-    recorded with the run and the `--judge-*` options (each a mapping of judge settings, above the YAML's),
-    judge replies recorded elsewhere (`replies`: nothing is sent) and `check_first` (run the preflight
-    before the first request that is not answered from the cache: a re-score has no loader to run it)."""
+    """What a command adds to the task config it hands the hooks (`metadata[HANDED_KEY]`): the judge recorded with the run
+    and its options (judge settings above the YAML's), replies recorded elsewhere (nothing is sent) and `check_first`
+    (the preflight before the first request the cache cannot answer: a re-score has no loader to run it)."""
 
     recorded: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -401,11 +386,11 @@ def public_url(url: str | None) -> str | None:
 
 
 @dataclass
-class JudgeRequest:
-    """One judge call: `key` is unique within a batch (e.g. the doc id); `meta` is copied into the record."""
+class JudgeRequest(Request):
+    """lmms-eval's judge `Request` (its `messages`) with a `key` unique within a batch (e.g. the doc id), extra
+    chat-completion `params` (over the judge's) and `meta`, copied into the record."""
 
-    key: str
-    messages: list[dict[str, Any]]
+    key: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -443,7 +428,7 @@ class JudgeBatch:
         return sum(1 for o in self.outcomes.values() if o.error is None and o.parsed is None)
 
 
-# -- the client -----------------------------------------------------------------------------------------
+# -- the client: lmms-eval's OpenAIProvider with our client, retry policy and preflight ---------------------
 
 _clients: dict[tuple[Any, ...], Any] = {}
 _clients_lock = threading.Lock()
@@ -453,44 +438,81 @@ def _http_module() -> Any:
     """The httpx-compatible package the installed `openai` client is built on (httpx, or its successor)."""
     import openai
 
-    base = openai.DefaultHttpxClient.__mro__[1]
-    return sys.modules[base.__module__.split(".")[0]]
+    return sys.modules[openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0]]
 
 
 def get_client(config: JudgeConfig) -> Any:
-    """One thread-safe client per endpoint configuration, with the client's own retries disabled.
-
-    The HTTP pool is sized to the concurrency: a pool smaller than the thread pool would serialise
-    requests behind free connections and break the wall-time promise of the concurrency setting.
-    """
+    """One thread-safe `openai` client per endpoint configuration, its own retries off, its HTTP pool sized to the
+    concurrency (a smaller pool would serialise requests behind free connections)."""
     key = (config.base_url, config.api_key, config.api_version, config.timeout, config.concurrency, config.is_azure)
     with _clients_lock:
-        client = _clients.get(key)
-        if client is not None:
-            return client
-        import openai
+        if key not in _clients:
+            import openai
 
-        http = _http_module()
-        pool = config.concurrency + 4
-        http_client = openai.DefaultHttpxClient(
-            limits=http.Limits(max_connections=pool, max_keepalive_connections=pool),
-            timeout=http.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
-        )
-        common: dict[str, Any] = {"api_key": config.api_key, "max_retries": 0, "timeout": config.timeout, "http_client": http_client}
-        if config.is_azure:
-            client = openai.AzureOpenAI(
-                azure_endpoint=config.base_url, api_version=config.api_version or DEFAULT_AZURE_API_VERSION, **common
-            )
-        else:
-            client = openai.OpenAI(base_url=config.base_url or DEFAULT_BASE_URL, **common)
-        _ = client.chat.completions  # load the lazily imported resources now, not in the first wave of requests
-        _clients[key] = client
-        return client
+            http, pool = _http_module(), config.concurrency + 4
+            limits = http.Limits(max_connections=pool, max_keepalive_connections=pool)
+            http_client = openai.DefaultHttpxClient(limits=limits, timeout=http.Timeout(config.timeout, connect=min(config.timeout, 10.0)))
+            common: dict[str, Any] = {"api_key": config.api_key, "max_retries": 0, "timeout": config.timeout, "http_client": http_client}
+            if config.is_azure:
+                version = config.api_version or DEFAULT_AZURE_API_VERSION
+                client = openai.AzureOpenAI(azure_endpoint=config.base_url, api_version=version, **common)
+            else:
+                client = openai.OpenAI(base_url=config.base_url or DEFAULT_BASE_URL, **common)
+            _ = client.chat.completions  # load the lazily imported resources now, not in the first wave of requests
+            _clients[key] = client
+        return _clients[key]
 
 
-def request_payload(config: JudgeConfig, request: JudgeRequest) -> dict[str, Any]:
+@dataclass
+class JudgeResponse(Response):
+    """lmms-eval's judge `Response`, with how many attempts it took and the choice's finish reason."""
+
+    attempts: int = 0
+    finish_reason: str | None = None
+
+
+class JudgeProvider(OpenAIProvider):
+    """lmms-eval's `OpenAIProvider` configured by a `JudgeConfig` instead of the environment (any OpenAI-compatible
+    endpoint, or Azure), sending the request's exact payload (`request_payload`) with our retry policy: connection
+    errors, timeouts, malformed replies, 408/409/429 and 5xx are retried with jittered exponential backoff (a server's
+    `Retry-After` / `retry-after-ms` honoured, capped by `backoff_max`); any other error fails at once. `evaluate`
+    never raises for a judge-side error: the response has `success` False and the error, keys redacted."""
+
+    def __init__(self, judge: JudgeConfig) -> None:
+        ServerInterface.__init__(self, judge.server_config())  # not OpenAIProvider's: it reads OPENAI_API_KEY / OPENAI_API_URL
+        self.judge, self.api_key, self.base_url, self.use_client = judge, judge.api_key, judge.endpoint, True
+        self.client = get_client(judge)
+
+    def is_available(self) -> bool:
+        return bool(self.api_key)
+
+    def evaluate(self, request: Request) -> JudgeResponse:
+        payload = {**request_payload(self.judge, request), "messages": self.prepare_messages(request)}
+        error = ""
+        for attempt in range(1, self.judge.max_retries + 2):
+            try:
+                response = self.client.chat.completions.create(**payload)
+                choices = getattr(response, "choices", None)
+                message = getattr(choices[0], "message", None) if choices else None
+                if message is None:
+                    raise _Malformed("no message in the first choice" if choices else "no choices in the reply")
+                usage = getattr(response, "usage", None)
+                tokens = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0), "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+                finish = getattr(choices[0], "finish_reason", None)
+                # empty content is a reply (unparseable), not a failure; kept as sent (no strip)
+                return JudgeResponse(message.content or "", getattr(response, "model", None), tokens, attempts=attempt, finish_reason=finish)
+            except Exception as exc:  # noqa: BLE001 - every judge-side failure becomes the response's error
+                retryable, description = _classify(exc)
+                error = redact(f"{description} (attempt {attempt}/{self.judge.max_retries + 1})", [self.api_key])
+                if not retryable or attempt > self.judge.max_retries:
+                    return JudgeResponse("", None, success=False, error_message=error, attempts=attempt)
+                time.sleep(_backoff(self.judge, attempt, exc))
+        return JudgeResponse("", None, success=False, error_message=error)
+
+
+def request_payload(config: JudgeConfig, request: Request) -> dict[str, Any]:
     """The exact chat.completions keyword arguments (model, messages and the merged, translated params)."""
-    params = {**config.params, **request.params}
+    params = {**config.params, **getattr(request, "params", {})}
     params = {k: v for k, v in params.items() if v is not None}
     if config.is_reasoning_model:
         if "max_tokens" in params:
@@ -556,58 +578,6 @@ def _backoff(config: JudgeConfig, attempt: int, exc: Exception) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-def _call(config: JudgeConfig, payload: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any] | None:
-    """Run one request with our retry policy; fill `outcome`; return the cacheable reply or None."""
-    try:
-        client = get_client(config)
-    except Exception as exc:  # noqa: BLE001 - a client that cannot be built fails every request, not the run
-        outcome.error = redact(f"cannot create judge client: {type(exc).__name__}: {exc}", [config.api_key])
-        return None
-    for attempt in range(1, config.max_retries + 2):
-        outcome.attempts = attempt
-        try:
-            response = client.chat.completions.create(**payload)
-            choices = getattr(response, "choices", None)
-            if not choices:
-                raise _Malformed("no choices in the reply")
-            message = getattr(choices[0], "message", None)
-            if message is None:
-                raise _Malformed("no message in the first choice")
-            usage = getattr(response, "usage", None)
-            reply = {
-                "content": message.content or "",  # empty content is a reply (unparseable), not a failure
-                "finish_reason": getattr(choices[0], "finish_reason", None),
-                "usage": {
-                    "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                    "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-                },
-                "model_used": getattr(response, "model", None),
-            }
-            outcome.error = None
-            return reply
-        except Exception as exc:  # noqa: BLE001 - every judge-side failure becomes outcome.error
-            retryable, description = _classify(exc)
-            outcome.error = redact(f"{description} (attempt {attempt}/{config.max_retries + 1})", [config.api_key])
-            if not retryable or attempt > config.max_retries:
-                return None
-            time.sleep(_backoff(config, attempt, exc))
-    return None
-
-
-def _log_usage(config: JudgeConfig, task: str, usage: Mapping[str, int]) -> None:
-    try:
-        from lmms_eval.models.model_utils.usage_metrics import log_usage
-    except ImportError:  # lmms-eval absent (e.g. a bare library use): nothing to report to
-        return
-    log_usage(
-        model_name=config.model,
-        task_name=task,
-        input_tokens=usage.get("input_tokens", 0),
-        output_tokens=usage.get("output_tokens", 0),
-        source="judge",
-    )
-
-
 def _parse(parse: Callable[[str], Any], content: str, key: str) -> tuple[Any, str | None]:
     try:
         return parse(content), None
@@ -651,10 +621,8 @@ def judge_batch(
     prompt_sha256: str | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> JudgeBatch:
-    """Judge every request once (cache first), concurrently; never raises for judge-side errors.
-
-    `metadata`: the task's (from its config), for what a command handed over (`Handed`): recorded replies
-    (nothing is sent: each request takes its reply by key, a missing one fails the request) and the
+    """Judge every request once (cache first), concurrently; never raises for judge-side errors. `metadata`: the task's,
+    for what a command handed over (`Handed`): recorded replies (nothing is sent; a missing one fails its request) and the
     preflight before the first request sent."""
     keys = [str(r.key) for r in requests]
     if len(set(keys)) != len(keys):
@@ -664,17 +632,11 @@ def judge_batch(
     config = config or JudgeConfig.for_task(task, metadata)
     replay = given.replies
     payloads = {str(r.key): request_payload(config, r) for r in requests}
-    memo_key = content_key(
-        {
-            "task": task,
-            "replay": None if replay is None else [replay.source, replay.model, dict(replay.replies)],
-            "endpoint": [config.base_url, config.api_version],
-            "parse": _callable_name(parse),
-            "prompt_sha256": prompt_sha256,
-            "output_dir": str(output_dir) if output_dir else None,
-            "requests": [[k, payloads[k], r.meta] for k, r in zip(keys, requests)],
-        }
-    )
+    by_key = {str(r.key): r for r in requests}
+    memo = {"task": task, "replay": None if replay is None else [replay.source, replay.model, dict(replay.replies)]}
+    memo.update(endpoint=[config.base_url, config.api_version], parse=_callable_name(parse), prompt_sha256=prompt_sha256)
+    memo.update(output_dir=str(output_dir) if output_dir else None, requests=[[k, payloads[k], r.meta] for k, r in zip(keys, requests)])
+    memo_key = content_key(memo)
     with _memo_lock:
         memoized = _memo.get(memo_key)
     if memoized is not None:
@@ -710,16 +672,24 @@ def judge_batch(
             leaders[cache_keys[key]] = key
             pending.append(key)
 
+    provider: list[JudgeProvider | str] = []  # built once, before the pool; a failure fails every request sent
+
     def call(key: str) -> dict[str, Any] | None:
         outcome = outcomes[key]
         try:
-            reply = _call(config, payloads[key], outcome)
+            if isinstance(provider[0], str):
+                outcome.error = provider[0]
+                return None
+            response = provider[0].evaluate(by_key[key])
         except Exception as exc:  # noqa: BLE001 - an unexpected bug fails this item, never the batch
             outcome.error = redact(f"internal error: {type(exc).__name__}: {exc}", [config.api_key])
             return None
-        if reply is None:
+        outcome.attempts, outcome.error = response.attempts, response.error_message
+        if not response.success:
             return None
-        _log_usage(config, task, reply["usage"])
+        tokens = response.usage
+        log_usage(model_name=config.model, task_name=task, input_tokens=tokens["input_tokens"], output_tokens=tokens["output_tokens"], source="judge")
+        reply = {"content": response.content, "finish_reason": response.finish_reason, "usage": tokens, "model_used": response.model_used}
         return {**reply, "request": payloads[key], "created": time.time()}
 
     def run_one(key: str) -> None:
@@ -735,8 +705,10 @@ def judge_batch(
     if pending and given.check_first:
         check_judge(config)
     if pending:
-        with contextlib.suppress(Exception):  # build the client before the pool; a failure is reported per request
-            get_client(config)
+        try:
+            provider.append(JudgeProvider(config))
+        except Exception as exc:  # noqa: BLE001 - a client that cannot be built fails every request, not the run
+            provider.append(redact(f"cannot create judge client: {type(exc).__name__}: {exc}", [config.api_key]))
         logger.info(
             f"judge {task}: {len(pending)} request(s) to {config.model} at {config.endpoint_host} "
             f"({len(requests) - len(pending)} cached), concurrency {config.concurrency}"
@@ -770,22 +742,18 @@ def judge_batch(
 
 
 def failure_line(batch: JudgeBatch, config: JudgeConfig) -> str:
-    """One line for a batch with failed requests: the count and the first failure's reason; every failed
-    request, with its error, is in the judgement records (named). Re-running `score` is advised only where
-    it can help: not when the judge refused the requests themselves (a 4xx other than 408/409/429)."""
+    """One line for a batch with failed requests: the count, the first failure's reason and the records holding every
+    failure; judging again is advised only where it can help (not for a 4xx other than 408/409/429)."""
     failed = [o for o in batch.outcomes.values() if o.error]
     first = failed[0]
     where = f"every failure is in {batch.records_path}" if batch.records_path else "the judgement records could not be written"
     status = re.match(r"HTTP (\d{3})\b", first.error or "")
     refused = status is not None and 400 <= int(status.group(1)) < 500 and int(status.group(1)) not in RETRYABLE_STATUS
+    advice = HELP["rescore"]
     if refused:
         advice = f"the judge {config.model} at {config.endpoint} refuses these requests: fix its settings ({HELP['judge_docs']}) before judging again"
-    else:
-        advice = HELP["rescore"]
-    return (
-        f"{len(failed)}/{len(batch.outcomes)} judge request(s) failed after retries, the first ({first.key!r}): "
-        f"{_one_line(first.error or '', 200)}; {where}; {advice}"
-    )
+    head = f"{len(failed)}/{len(batch.outcomes)} judge request(s) failed after retries, the first ({first.key!r})"
+    return f"{head}: {_one_line(first.error or '', 200)}; {where}; {advice}"
 
 
 def _claim_wait(config: JudgeConfig) -> float:
@@ -827,58 +795,29 @@ def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Calla
 def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome], prompt_sha256: str | None, wall: float) -> dict[str, Any]:
     fresh = [o for o in outcomes.values() if not o.cached and o.error is None]
     cached = [o for o in outcomes.values() if o.cached]
-    return {
-        "task": task,
-        "judge_model": config.model,
-        "endpoint_host": config.endpoint_host,
-        # what re-scoring from the samples file needs to reuse this judge and its cache (never the key)
-        "base_url": public_url(config.base_url),
-        "api_version": config.api_version,
-        "cache_dir": str(Path(config.cache_dir).expanduser().resolve()),
-        "prompt_sha256": prompt_sha256,
-        "params": {k: v for k, v in request_payload(config, JudgeRequest("", [])).items() if k not in ("model", "messages")},
-        "requests": len(outcomes),
-        "failed": sum(1 for o in outcomes.values() if o.error is not None),
-        "unparsed": sum(1 for o in outcomes.values() if o.error is None and o.parsed is None),
-        "input_tokens": sum(o.usage.get("input_tokens", 0) for o in fresh),
-        "output_tokens": sum(o.usage.get("output_tokens", 0) for o in fresh),
-        "cache_hits": len(cached),
-        "cached_input_tokens": sum(o.usage.get("input_tokens", 0) for o in cached),
-        "cached_output_tokens": sum(o.usage.get("output_tokens", 0) for o in cached),
-        "retries": sum(max(0, o.attempts - 1) for o in outcomes.values()),
-        "concurrency": config.concurrency,
-        "wall_s": round(wall, 3),
-    }
+    params = {k: v for k, v in request_payload(config, JudgeRequest(messages=[])).items() if k not in ("model", "messages")}
+    # base_url, api_version and cache_dir: what re-scoring from the samples file needs to reuse this judge (never the key)
+    summary = {"task": task, "judge_model": config.model, "endpoint_host": config.endpoint_host, "base_url": public_url(config.base_url)}
+    summary.update(api_version=config.api_version, cache_dir=str(Path(config.cache_dir).expanduser().resolve()), prompt_sha256=prompt_sha256)
+    summary.update(params=params, requests=len(outcomes), failed=sum(1 for o in outcomes.values() if o.error is not None))
+    summary.update(unparsed=sum(1 for o in outcomes.values() if o.error is None and o.parsed is None))
+    summary.update(input_tokens=sum(o.usage.get("input_tokens", 0) for o in fresh), output_tokens=sum(o.usage.get("output_tokens", 0) for o in fresh))
+    summary.update(cache_hits=len(cached), cached_input_tokens=sum(o.usage.get("input_tokens", 0) for o in cached))
+    summary.update(cached_output_tokens=sum(o.usage.get("output_tokens", 0) for o in cached), retries=sum(max(0, o.attempts - 1) for o in outcomes.values()))
+    summary.update(concurrency=config.concurrency, wall_s=round(wall, 3))
+    return summary
 
 
-def _write_records(
-    directory: Path,
-    task: str,
-    config: JudgeConfig,
-    batch: JudgeBatch,
-    cache_keys: Mapping[str, str],
-    parse_errors: Mapping[str, str],
-) -> Path:
+def _write_records(directory: Path, task: str, config: JudgeConfig, batch: JudgeBatch, cache_keys: Mapping[str, str], errors: Mapping[str, str]) -> Path:
     """`<task>.jsonl` (one line per request) and `<task>.summary.json`, each replaced atomically."""
     directory.mkdir(parents=True, exist_ok=True)
     lines = []
     for key, outcome in batch.outcomes.items():
-        record = {
-            "task": task,
-            "key": key,
-            "meta": outcome.meta,
-            "judge_model": config.model,
-            "reply": outcome.content,
-            "parsed": outcome.parsed,
-            "error": outcome.error,
-            "parse_error": parse_errors.get(key),
-            "attempts": outcome.attempts,
-            "cached": outcome.cached,
-            "finish_reason": outcome.finish_reason,
-            "input_tokens": outcome.usage.get("input_tokens", 0),
-            "output_tokens": outcome.usage.get("output_tokens", 0),
-            "cache_key": cache_keys[key],
-        }
+        record = {"task": task, "key": key, "meta": outcome.meta, "judge_model": config.model, "reply": outcome.content}
+        record.update(parsed=outcome.parsed, error=outcome.error, parse_error=errors.get(key), attempts=outcome.attempts, cached=outcome.cached)
+        usage = outcome.usage
+        record.update(finish_reason=outcome.finish_reason, input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0))
+        record["cache_key"] = cache_keys[key]
         lines.append(json.dumps(record, ensure_ascii=False, default=str))
     records = directory / f"{task}.jsonl"
     batch.summary["records"] = str(records)
@@ -903,42 +842,9 @@ def add_to_summary(batch: JudgeBatch, fields: Mapping[str, Any]) -> None:
 
 
 def judge_summary_metric(batch: JudgeBatch) -> str:
-    """One-line judge provenance for a `judge_info` metric: readable in the results table and results.json.
-
-    A string (not a dict) because lmms-eval's table prints aggregate values verbatim; the full summary is
-    in `<output_dir>/judgements/<task>.summary.json` next to the records.
-    """
+    """One-line judge provenance for a `judge_info` metric (a string: lmms-eval's table prints aggregates verbatim); the
+    full summary is in `<output_dir>/judgements/<task>.summary.json`."""
     s = batch.summary
     sha = (s.get("prompt_sha256") or "none")[:12]
-    return (
-        f"judge={s['judge_model']}@{s['endpoint_host']} prompt_sha256={sha} n={s['requests']} "
-        f"failed={s['failed']} unparsed={s['unparsed']} cached={s['cache_hits']} "
-        f"tokens_in={s['input_tokens']} tokens_out={s['output_tokens']}"
-    )
-
-
-
-__all__ = [
-    "ENV_PREFIX",
-    "JudgeBatch",
-    "JudgeConfig",
-    "JudgeConfigError",
-    "JudgeOutcome",
-    "JudgeRequest",
-    "JudgeUnavailable",
-    "Handed",
-    "RecordedReplies",
-    "add_to_summary",
-    "cache_key",
-    "check_judge",
-    "clear_memo",
-    "get_client",
-    "judge_batch",
-    "judge_summary_metric",
-    "hand",
-    "handed_to",
-    "preflight_problem",
-    "public_url",
-    "records_dir",
-    "request_payload",
-]
+    head = f"judge={s['judge_model']}@{s['endpoint_host']} prompt_sha256={sha} n={s['requests']} failed={s['failed']} unparsed={s['unparsed']}"
+    return f"{head} cached={s['cache_hits']} tokens_in={s['input_tokens']} tokens_out={s['output_tokens']}"
