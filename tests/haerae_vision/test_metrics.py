@@ -17,8 +17,8 @@ import pytest
 
 from lmms_tasks.utils.haerae_vision import hooks, metrics
 from lmms_tasks.utils.haerae_vision.judging import template
-from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 JUDGE = "stand-in-judge"

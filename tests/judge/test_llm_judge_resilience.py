@@ -106,8 +106,8 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waited
 
 
-def config_for(server: TinyServer, cache: Path, **settings: Any) -> judge.JudgeConfig:
-    base = {"model": "tiny-judge", "base_url": server.base_url, "api_key": "EMPTY", "concurrency": 4, "timeout": 30.0, "max_retries": 3}
+def config_for(tiny: TinyServer, cache: Path, **settings: Any) -> judge.JudgeConfig:
+    base = {"model": "tiny-judge", "base_url": tiny.base_url, "api_key": "EMPTY", "concurrency": 4, "timeout": 30.0, "max_retries": 3}
     return judge.JudgeConfig(**{**base, "backoff": 0.5, "backoff_max": 20.0, "cache_dir": str(cache), "progress": False, **settings})
 
 

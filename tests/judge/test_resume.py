@@ -11,8 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.cache import DiskCache
+from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch
 from lmms_tasks.utils.testing.openai_server import StandInServer
 

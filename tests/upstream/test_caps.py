@@ -17,11 +17,6 @@ import pytest
 from lmms_tasks.utils.commands.upstream import exporter, stack
 from lmms_tasks.utils.commands.upstream.pyrewrite import rename_project
 
-JUDGING_ITEM = (
-    "issue 42, 'Judging through llm_judge, one form': the judge client is still the shared service under "
-    "lmms_eval/tasks/_task_utils/; this flips when it is rebuilt on lmms_eval/llm_judge/"
-)
-
 
 def _by_kind(stack_export: Any, kind: str) -> list[stack.PullRequest]:
     return [pr for pr in stack_export.stack.prs if pr.cap_kind == kind]
@@ -59,7 +54,6 @@ def test_a_benchmark_folder_within_its_own_cap(stack_export: Any) -> None:
         assert 100 < folder <= stack.BENCHMARK_FOLDER_CAP, pr.name
 
 
-@pytest.mark.xfail(strict=True, reason=JUDGING_ITEM)
 def test_judging_is_one_pr_within_its_cap_inside_llm_judge(stack_export: Any) -> None:
     (judging,) = _by_kind(stack_export, "judging")
     assert judging.capped_lines <= stack.CAPS["judging"]
@@ -102,7 +96,6 @@ def test_the_chat_endpoint_check_finds_a_call() -> None:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=JUDGING_ITEM)
 def test_no_exported_module_outside_llm_judge_calls_a_chat_endpoint(stack_export: Any) -> None:
     assert _chat_callers(stack_export.stack.export.plan.files) == []
 

@@ -59,7 +59,10 @@ def test_the_stack_is_the_core_patches_then_the_shared_services_then_one_pr_per_
     cache, judge, data, sandbox = by_name["task_cache"], by_name["judge_client"], by_name["task_data"], by_name["code_sandbox"]
     assert "lmms_eval/tasks/_task_utils/task_runtime/services/cache.py" in cache.files and "test/eval/cache/test_cache.py" in cache.files
     assert judge.needs[-1:] == sandbox.needs == ["task_cache"]  # each service needs the cache, not the other service
-    assert {"lmms_eval/tasks/_task_utils/task_runtime/services/judge.py", "lmms_eval/tasks/_task_utils/task_runtime/services/verdicts.py"} <= set(judge.files)
+    assert {"lmms_eval/llm_judge/judge.py", "lmms_eval/llm_judge/verdicts.py"} <= set(judge.files)  # built on lmms-eval's llm_judge, inside it
+    assert [f for f in judge.files if f.endswith(".py") and not f.startswith(("lmms_eval/llm_judge/", "test/eval/judge/"))] == []
+    assert "lmms_eval/llm_judge/__init__.py" not in judge.files and "lmms_eval/tasks/_task_utils/task_runtime/services/status.py" in cache.files
+    assert "test/eval/judge/test_llm_judge_resilience.py" in judge.files  # cache, resume, retries, Retry-After, preflight
     assert {"lmms_eval/tasks/_task_utils/task_runtime/services/sandbox.py", "lmms_eval/tasks/_task_utils/task_runtime/services/sandbox_child.py"} <= set(sandbox.files)
     assert any(f.startswith("test/eval/judge/test_") for f in judge.files) and "test/eval/sandbox/test_sandbox_hostile.py" in sandbox.files
     assert "judge_client" in by_name["haerae_vision"].needs and "code_sandbox" in by_name["humaneval_v"].needs and "code_sandbox" not in by_name["haerae_vision"].needs

@@ -23,11 +23,11 @@ import datasets
 from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.judge import announce
+from lmms_tasks.utils.services.llm_judge.verdicts import max_share
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.services.llm_judge.verdicts import max_share
 
 Item = Mapping[str, Any]
 

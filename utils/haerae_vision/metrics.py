@@ -28,8 +28,8 @@ from typing import Any
 from lmms_tasks.utils.haerae_vision import VARIANTS
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
-from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, verdict_fields
+from lmms_tasks.utils.services.logging import logger
 
 METRICS = ("haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores")
 BREAKDOWNS = ("category_scores", "item_scores")  # dict-valued: in results.json, not in the printed table

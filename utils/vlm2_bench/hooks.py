@@ -27,11 +27,11 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
+from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs

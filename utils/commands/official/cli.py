@@ -10,8 +10,8 @@ from typing import Any
 from lmms_tasks.utils.commands import score as scoring
 from lmms_tasks.utils.commands.official import data_sources, haerae_vision, humaneval_v, vlm2_bench
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, staged
-from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.llm_judge import judge
 
 BENCHES = {
     "vlm2_bench": ("vlm2_bench", "vlm2", "vlm2-bench"),
