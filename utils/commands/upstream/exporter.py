@@ -59,22 +59,27 @@ SERVICES = (
         "written atomically (temporary file, `os.replace`), so threads, processes and runs sharing a directory never read a "
         "half-written entry and need no lock to read; work that costs money can be claimed first (an `flock` the kernel drops "
         "when its holder dies), so processes sharing a cache compute each entry once and a killed run never blocks the next. "
-        "The judge client and the code sandbox that follow both keep their results in it.",
+        "The judge client and the code sandbox that follow both keep their results in it. With it, the run's fault registry "
+        "(`status.py`): what a service could not finish, forwarded to `lmms_eval.api.run_status` (the exit-status PR), "
+        "which makes the command exit 3.",
         "concurrent processes sharing one judge cache, one of them killed mid-batch",
     ),
     Service(
         "judge_client",
         ("services.llm_judge.judge", "services.llm_judge.verdicts"),
         "judge",
-        "feat(tasks): shared LLM-judge client with a disk cache, resume, bounded concurrency and network-only retries",
-        "An OpenAI-compatible (and Azure) judge client for task scoring hooks: every request is cached on disk under a key of its exact "
-        "payload, so an interrupted run resumes where it stopped and a re-score sends nothing; requests run on a bounded thread pool; "
-        "connection errors, timeouts, malformed replies, HTTP 429 and 5xx are retried with backoff (honouring `Retry-After`), other "
-        "errors are not; the judge is checked once before inference starts; each item carries its verdict, and a run where too "
-        "large a share of the replies has no readable verdict (a misconfigured judge) is reported incomplete (exit status 3) "
-        "with sample replies; API keys are redacted from every message it writes.",
-        "the client against a stand-in OpenAI-compatible server (resume after a kill, retries, preflight failures, Azure) and "
-        "every judged task end to end through the real CLI",
+        "feat(llm_judge): disk cache, resume, bounded concurrency, network-only retries and a preflight for task judges",
+        "Task scoring hooks judge through `lmms_eval.llm_judge`, extended with what it lacks (`llm_judge/judge.py`; its "
+        "`ServerConfig`, `Request`/`Response` and `OpenAIProvider` reused: `JudgeProvider` subclasses the provider, configured "
+        "per task instead of by environment): every request is cached on disk under a key of its exact payload, so an "
+        "interrupted run resumes where it stopped and a re-score sends nothing; requests run on a bounded thread pool; "
+        "connection errors, timeouts, malformed replies, HTTP 408/409/429 and 5xx are retried with backoff (honouring "
+        "`Retry-After`), other errors are not; a one-token preflight stops a run before inference when the judge has no key, "
+        "rejects it (401/403), does not serve the model or has no quota; each item carries its verdict (`verdicts.py`), and "
+        "a run where too large a share of the replies has no readable verdict is reported incomplete (exit status 3) with "
+        "sample replies; API keys are redacted from every message it writes (`secrets.py`). Nothing of `llm_judge` changes.",
+        "the client against a stand-in OpenAI-compatible server (resume after a kill, concurrent runs sharing a cache, "
+        "preflight failures, Azure) and every judged task end to end through the real CLI",
         kind="judging",
     ),
     Service(
