@@ -28,7 +28,7 @@ from lmms_tasks import BENCHMARKS
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = sorted(
     [
-        *ROOT.glob("utils/services/*.py"),
+        *ROOT.glob("utils/services/**/*.py"),
         *ROOT.glob("utils/compat/*.py"),
         *(path for benchmark in BENCHMARKS for path in ROOT.glob(f"utils/{benchmark}/*.py")),
         *ROOT.glob("lmms_tasks/*/*.py"),
