@@ -86,11 +86,8 @@ def test_without_include_path_task_manager_lists_every_task_and_group(site: Site
         "from lmms_eval.utils import load_yaml_config\n"
         "index = TaskManager(verbosity='ERROR').task_index\n"
         f"ours = {{k: v for k, v in index.items() if str(v.get('yaml_path', '')).startswith({prefixes!r})}}\n"
-        "from lmms_eval.tasks._task_utils.task_runtime.services.taskconfig import task_yaml_path\n"
         "for name, v in ours.items():\n"
         "    load_yaml_config(v['yaml_path'], mode='full')  # imports every !function hook\n"
-        "    if v['type'] == 'task':  # per-task settings are read back from the exported YAML\n"
-        "        assert str(task_yaml_path(name)) == v['yaml_path'], (name, task_yaml_path(name))\n"
         "print(json.dumps({'file': lmms_eval.__file__, 'index': {k: v['type'] for k, v in ours.items()}}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env=site.env(), cwd=site.root.parent, capture_output=True, text=True, timeout=600, check=False)
