@@ -52,10 +52,6 @@ REGISTRIES = {
     ("utils/services/schema.py", "_indexed"): "media files already indexed (a cache)",
     ("utils/services/schema.py", "_verified"): "media files already verified (a cache)",
     ("utils/services/status.py", "_faults"): "faults the hooks record for the exit status (hooks write, the exit status reads: the run's result)",
-    ("utils/services/status.py", "_inspecting"): (
-        "`media-stats` builds lmms-eval's tasks through lmms-eval's TaskManager, which 0.7.3 cannot hand extra "
-        "metadata; the flag only skips the loaders' run-time checks (opt-in, preflight) while measuring media"
-    ),
 }
 MUTATORS = {"update", "add", "append", "extend", "pop", "popitem", "clear", "setdefault", "set", "discard", "remove", "insert"}
 ENVIRON_WRITERS = {"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"}
