@@ -144,6 +144,15 @@ def test_the_exported_tree_holds_no_compat_module_and_no_workaround(site: Site) 
     assert naming_us == []
 
 
+def test_each_benchmarks_table_goes_with_its_library(site: Site) -> None:
+    """The tables the exported libraries read (VLM2-Bench's subtasks, HumanEval-V's settings) are package data
+    of those libraries: the export carries them beside the modules, byte for byte."""
+    for benchmark, table in (("vlm2_bench", "subtasks.csv"), ("humaneval_v", "settings.csv")):
+        exported = f"lmms_eval/tasks/{benchmark}/lib/{table}"
+        assert exported in site.files
+        assert (site.root / exported).read_bytes() == Path(importlib.import_module(f"lmms_tasks.utils.{benchmark}").__file__).with_name(table).read_bytes()
+
+
 HOME_ONLY = re.compile(r"python -m lmms_tasks|--include_path|(?<![\w/.])docs/[A-Z_]+\.md")  # our commands and our docs/
 
 

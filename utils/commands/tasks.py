@@ -77,10 +77,11 @@ def _task_entry(name: str, benchmark: str) -> Entry:
     input_kind = "images"
     if benchmark == "humaneval_v":
         from lmms_tasks.utils.humaneval_v.hooks import setting_of
+        from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
 
         setting = setting_of(name)
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
-        input_kind = "text only" if setting in ("t2c", "gt_t2c") else "images"
+        input_kind = "text only" if setting in SETTINGS and not SETTINGS[setting][1] else "images"  # the table's diagram column (v1 shows its image)
     elif benchmark == "vlm2_bench":
         from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX
 

@@ -112,7 +112,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting(metadata):
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
-        warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
+        warn_about_model_args(task, uses_images=uses_image(setting))
         dataset = load_documents()
         if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting(metadata):  # after the data check
             announce(coder_config(task, metadata), task, role="strong coder")
