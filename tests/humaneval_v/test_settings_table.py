@@ -53,6 +53,10 @@ def test_the_commands_derive_from_the_table() -> None:
         assert row["label"] in official.experiments_of_prompt(prompts.build_prompt(row["setting"], "def f(): ...", "spec"))
     assert set(official.EXPERIMENTS) == {row["label"] for row in ROWS} | {official.STRONG_CODER}
     assert [(label, stem) for label, stem, _ in sections.HUMANEVAL_SETTINGS] == [(row["report_label"], row["setting"]) for row in ROWS]
+    for _, stem, strong in sections.HUMANEVAL_SETTINGS:  # each report row reads a metric its task declares
+        for k in (1, 3):
+            task, name = sections.humaneval_source(stem, strong, k)
+            assert name in {entry["metric"] for entry in task_config(task)["metric_list"]}, (task, name)
     kinds = {entry.name: entry.input for entry in tasks.entries() if entry.kind == "task" and entry.benchmark == "humaneval_v"}
     for row in ROWS:
         assert kinds[f"humaneval_v_{row['setting']}"] == ("images" if row["diagram"] == "yes" else "text only")
