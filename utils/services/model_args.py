@@ -1,12 +1,12 @@
 """Warnings about model arguments that would silently change a benchmark's numbers.
 
 lmms-eval's vLLM backend generates up to `max(task max_new_tokens, model_args max_new_tokens)` tokens, and
-its default is 4096, above every limit our tasks set (512 to 2048; `tests/foundation/test_runtime_checks.py`
-checks every task YAML), so each benchmark's official limit is lifted unless the user passes
-`max_new_tokens=1`. vLLM also rejects requests with more images than `limit_mm_per_prompt` allows. Neither
-is visible to a task's hooks: lmms-eval hands the loader only the task's `metadata`, so the loader (which
-runs when the task loads, before any inference) reads the command line and says so, loudly, once per task.
-Both warnings follow from the command line alone; no task's configuration is read back.
+its default is 4096, above every limit these tasks set (512 to 2048; a test checks every task YAML), so each
+benchmark's official limit is lifted unless the user passes `max_new_tokens=1`. vLLM also rejects requests
+with more images than `limit_mm_per_prompt` allows. Neither is visible to a task's hooks: lmms-eval hands
+the loader only the task's `metadata`, so the loader (which runs when the task loads, before any inference)
+reads the command line and says so, loudly, once per task. Both warnings follow from the command line
+alone; no task's configuration is read back.
 """
 
 from __future__ import annotations
