@@ -7,7 +7,8 @@ batch step the task config (patch 0006 / the compat shim); a command (`score`, `
 - no runtime module and no command writes `os.environ` (reading what the user set is fine);
 - no runtime module keeps a module-level registry that one call fills for another to read, other than the
   caches and run records listed in `REGISTRIES` with the reason each is not a back channel;
-- no runtime module reads a task YAML (the commands that list tasks may).
+- no runtime module reads a task YAML, with no exception (the commands that list tasks may, through
+  `utils/commands/taskconfig.py`).
 
 Checked on the source (every module, every function) and during a real lmms-eval run of a judged task, with
 an audit hook that records every YAML opened and every environment write while code of ours is on the stack.
@@ -35,7 +36,6 @@ RUNTIME = sorted(
     ]
 )
 COMMANDS = sorted(path for path in ROOT.glob("utils/commands/**/*.py") if "upstream" not in path.relative_to(ROOT).parts)
-YAML_READER = ROOT / "utils" / "services" / "taskconfig.py"  # a task's YAML by name: for the commands only
 
 # Module-level state a runtime module mutates from its functions, and why none of it carries a setting from
 # a command to a hook. Anything else of the kind is a back channel: hand the value over in the config.
@@ -52,17 +52,6 @@ REGISTRIES = {
     ("utils/services/schema.py", "_indexed"): "media files already indexed (a cache)",
     ("utils/services/schema.py", "_verified"): "media files already verified (a cache)",
     ("utils/services/status.py", "_faults"): "faults the hooks record for the exit status (hooks write, the exit status reads: the run's result)",
-    ("utils/services/status.py", "_inspecting"): (
-        "`media-stats` builds lmms-eval's tasks through lmms-eval's TaskManager, which 0.7.3 cannot hand extra "
-        "metadata; the flag only skips the loaders' run-time checks (opt-in, preflight) while measuring media"
-    ),
-}
-# Runtime modules that still read a task YAML, and why (none may do so during an evaluation's scoring).
-YAML_READERS = {
-    "utils/services/model_args.py": (
-        "under `--model vllm` only: the task's official max_new_tokens for the warning about vLLM's floor; "
-        "lmms-eval hands the loader only the metadata, not generation_kwargs"
-    ),
 }
 MUTATORS = {"update", "add", "append", "extend", "pop", "popitem", "clear", "setdefault", "set", "discard", "remove", "insert"}
 ENVIRON_WRITERS = {"update", "pop", "popitem", "clear", "setdefault", "__setitem__", "__delitem__"}
@@ -167,12 +156,9 @@ def test_every_listed_registry_still_exists() -> None:
     assert set(REGISTRIES) <= present, sorted(set(REGISTRIES) - present)
 
 
-@pytest.mark.parametrize("path", [p for p in RUNTIME if p != YAML_READER], ids=rel)
+@pytest.mark.parametrize("path", RUNTIME, ids=rel)
 def test_no_runtime_module_reads_a_task_yaml(path: Path) -> None:
     found = yaml_imports(parsed(path))
-    if rel(path) in YAML_READERS:
-        assert found, f"{rel(path)} no longer reads YAML: remove it from YAML_READERS"
-        return
     assert not found, f"{rel(path)} imports {found}: a hook gets its task's settings from the metadata or config lmms-eval hands it"
 
 

@@ -146,6 +146,7 @@ def test_wheel_installs_exactly_one_top_level_package(wheel: Path) -> None:
     for required in (
         "lmms_tasks/utils/services/resources/prompts_exact.json",
         "lmms_tasks/utils/vlm2_bench/subtasks.csv",
+        "lmms_tasks/utils/humaneval_v/settings.csv",
         "lmms_tasks/yaml_templates/vlm2_bench_tf_gc",
         "lmms_tasks/yaml_templates/humaneval_v_pass3",
         "lmms_tasks/yaml_templates/haerae_vision_task",

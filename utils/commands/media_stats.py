@@ -36,26 +36,42 @@ def count_images(messages: Iterable[dict[str, Any]]) -> int:
     return sum(1 for message in messages for part in (message.get("content") or []) if isinstance(part, dict) and part.get("type") in ("image", "video"))
 
 
-def _leaf_tasks(task_dict: dict) -> dict[str, Any]:
-    from lmms_eval.api.task import Task
+def _leaf_names(manager: Any, name: str) -> list[str]:
+    """The tasks `name` stands for in lmms-eval's index: itself, or its tag's or group's members, recursively."""
+    from lmms_eval.utils import load_yaml_config
 
-    leaves: dict[str, Any] = {}
-    for key, value in task_dict.items():
-        if isinstance(value, Task):
-            leaves[getattr(key, "group_name", key)] = value
-        elif isinstance(value, dict):
-            leaves.update(_leaf_tasks(value))
-    return leaves
+    entry = manager.task_index.get(name)
+    if entry is None:
+        raise KeyError(f"no task, group or tag named {name!r}")
+    if entry["type"] not in ("group", "tag"):
+        return [name]
+    members = entry["task"] if entry["type"] == "tag" else load_yaml_config(entry["yaml_path"], mode="full")["task"]
+    return [leaf for member in members for leaf in _leaf_names(manager, member)]
+
+
+def inspected_tasks(names: list[str]) -> dict[str, Any]:
+    """Each task the names stand for, built as lmms-eval builds a chat task (`ConfigurableMessagesTask` on the
+    task's YAML, includes resolved) with `inspecting_documents: true` added to its metadata: its loader, which
+    lmms-eval hands the metadata, skips the checks that guard only an evaluation (no code runs here, so no
+    code-execution opt-in is needed). 0.7.3's `get_task_dict` replaces a dict config's metadata whole and builds
+    it as a plain (not chat) task, so the config is built here, from the same YAML lmms-eval indexed."""
+    from lmms_eval.api.task import ConfigurableMessagesTask
+    from lmms_eval.tasks import TaskManager
+    from lmms_eval.utils import load_yaml_config
+
+    from lmms_tasks.utils.services.status import INSPECTING
+
+    manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
+    tasks = {}
+    for leaf in dict.fromkeys(leaf for name in names for leaf in _leaf_names(manager, name)):
+        config = load_yaml_config(manager.task_index[leaf]["yaml_path"], mode="full")
+        config["metadata"] = {**(config.get("metadata") or {}), INSPECTING: True}
+        tasks[leaf] = ConfigurableMessagesTask(config=config, model_name=None)
+    return tasks
 
 
 def media_stats(names: list[str], limit: int | None = None) -> list[MediaStats]:
-    from lmms_eval.tasks import TaskManager, get_task_dict
-
-    from lmms_tasks.utils.services.status import inspecting_documents
-
-    manager = TaskManager(verbosity="ERROR", include_path=tasks_path(), include_defaults=False)
-    with inspecting_documents():  # only requests are built: no code runs, so no code-execution opt-in is needed
-        tasks = _leaf_tasks(get_task_dict(names, manager, "chat"))
+    tasks = inspected_tasks(names)
     stats: list[MediaStats] = []
     for name in sorted(tasks):
         task = tasks[name]

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from lmms_tasks import BENCHMARKS, tasks_path
-from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
+from lmms_tasks.utils.commands.taskconfig import task_config, task_yaml_path
 
 JUDGE_METRICS = ("judge_failures", "vid_judge_failed")  # a judged task counts its judge's failures
 CODER_METRICS = ("strong_coder_pass_at_1", "strong_coder_pass_at_3")  # V2T: an LLM writes code from each description
@@ -77,10 +77,11 @@ def _task_entry(name: str, benchmark: str) -> Entry:
     input_kind = "images"
     if benchmark == "humaneval_v":
         from lmms_tasks.utils.humaneval_v.hooks import setting_of
+        from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
 
         setting = setting_of(name)
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
-        input_kind = "text only" if setting in ("t2c", "gt_t2c") else "images"
+        input_kind = "text only" if setting in SETTINGS and not SETTINGS[setting][1] else "images"  # the table's diagram column (v1 shows its image)
     elif benchmark == "vlm2_bench":
         from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX
 

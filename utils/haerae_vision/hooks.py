@@ -53,7 +53,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         warn_about_model_args(task)
         docs = data.load_docs(variant)
-        if not inspecting():
+        if not inspecting(metadata):
             announce(config, task)
         return docs
 

@@ -110,11 +110,11 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         return _v1_dataset_for(task)
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
-        if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting():
+        if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting(metadata):
             require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
-        warn_about_model_args(task, uses_images=setting in ("v2c", "v2c_cot", "v2t"))
+        warn_about_model_args(task, uses_images=uses_image(setting))
         dataset = load_documents()
-        if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting():  # after the data check
+        if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting(metadata):  # after the data check
             announce(coder_config(task, metadata), task, role="strong coder")
         fingerprint = data_fingerprint(zip(dataset["qid"], dataset["function_signature"], dataset["test_script"]))
         stamp = {"hev_task": task, "hev_setting": setting, "hev_data": fingerprint}
@@ -156,7 +156,7 @@ def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     """v1: the opt-in check, then the checked v1 rows, stamped (one document per task)."""
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
-        if not inspecting():
+        if not inspecting(metadata):
             require_opt_in(task)
         warn_about_model_args(task, uses_images=True)
         stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_sample_index": 0}

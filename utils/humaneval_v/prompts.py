@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import csv
+from importlib import resources
+
 from lmms_tasks.utils.services.prompts import prompt, prompt_sha256
 
-# setting -> (prompt key, whether the diagram is shown)
-SETTINGS: dict[str, tuple[str, bool]] = {
-    "v2c": ("humanevalv/v2/PROMPT_V2C", True),
-    "v2c_cot": ("humanevalv/v2/PROMPT_V2C_WITH_COT", True),
-    "v2t": ("humanevalv/v2/PROMPT_V2T", True),
-    "t2c": ("humanevalv/v2/PROMPT_T2C", False),
-    "gt_t2c": ("humanevalv/v2/PROMPT_T2C", False),
+# The settings' table (settings.csv beside this module: one row per setting, its comment says what each column is);
+# the commands read the rest of a row (official label and file name, report row).
+TABLE: dict[str, dict[str, str]] = {
+    row["setting"]: row for row in csv.DictReader(line for line in resources.files(__package__).joinpath("settings.csv").read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
 }
+SETTINGS: dict[str, tuple[str, bool]] = {setting: (row["prompt"], row["diagram"] == "yes") for setting, row in TABLE.items()}  # setting -> (prompt key, diagram shown)
 
 
 def uses_image(setting: str) -> bool:
@@ -21,7 +22,7 @@ def uses_image(setting: str) -> bool:
 def build_prompt(setting: str, function_signature: str, specification: str | None = None) -> str:
     """The user text of one request; T2C settings need the problem specification (a description)."""
     key, _ = SETTINGS[setting]
-    if setting in ("t2c", "gt_t2c"):
+    if not uses_image(setting):  # the T2C settings: a specification in place of the diagram
         if specification is None:
             raise ValueError(f"setting {setting!r} needs a problem specification")
         return prompt(key).format(function_signature=function_signature, problem_specification=specification)

@@ -15,11 +15,11 @@ the same for every entry point.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 EXIT_DATA = 1  # bad data stopped the run before any model request (a `DataError` carries it)
 EXIT_INCOMPLETE = 3  # outputs written, but some judgements or executions failed: numbers are not final
@@ -80,19 +80,11 @@ def exit_code() -> int:
         return max((f.code for f in _faults), default=0)
 
 
-_inspecting = threading.Event()
+INSPECTING = "inspecting_documents"  # the metadata key a command sets when it only looks at the documents
 
 
-@contextlib.contextmanager
-def inspecting_documents() -> Iterator[None]:
-    """Documents are loaded to be looked at (`media-stats`), not evaluated: checks that guard only what an
-    evaluation does (HumanEval-V's code-execution opt-in) do not apply."""
-    _inspecting.set()
-    try:
-        yield
-    finally:
-        _inspecting.clear()
-
-
-def inspecting() -> bool:
-    return _inspecting.is_set()
+def inspecting(metadata: Mapping[str, Any] | None) -> bool:
+    """The task's documents are loaded to be looked at (`media-stats` says so in the metadata it builds the
+    task with), not evaluated: checks that guard only what an evaluation does (HumanEval-V's code-execution
+    opt-in, a judge's preflight) do not apply. lmms-eval hands the loader the metadata; a run never sets it."""
+    return (metadata or {}).get(INSPECTING) is True

@@ -86,10 +86,10 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 
     def build(metadata: dict[str, Any]) -> list[dict[str, Any]]:
         warn_about_model_args(task)
-        if SUBTASKS[subtask][1] == "vid" and not inspecting():
+        if SUBTASKS[subtask][1] == "vid" and not inspecting(metadata):
             max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
         docs = load_docs(subtask)
-        if SUBTASKS[subtask][1] == "vid" and not inspecting():  # the judge's preflight after the data check (no network needed)
+        if SUBTASKS[subtask][1] == "vid" and not inspecting(metadata):  # the judge's preflight after the data check (no network needed)
             from lmms_tasks.utils.services.llm_judge.judge import announce
 
             announce(judge_config(task, metadata), task)

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
+from lmms_tasks.utils.humaneval_v import v1
+from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, TABLE
 from lmms_tasks.utils.services.data import DataError, DataSource
 
 
@@ -43,40 +45,19 @@ class Version:
 
 
 VERSIONS = {
-    "v2": Version(
-        "v2",
-        {(s, many): f"humaneval_v_{s}{'_pass3' if many else ''}" for s in ("v2c", "v2c_cot", "gt_t2c", "t2c", "v2t") for many in (False, True)},
-        3,
-    ),
+    "v2": Version("v2", {(s, many): f"humaneval_v_{s}{'_pass3' if many else ''}" for s in SETTINGS for many in (False, True)}, 3),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
-    "v1": Version("v1", {("v1", False): "humaneval_v1", ("v1", True): "humaneval_v1_pass10"}, 10),
+    "v1": Version("v1", {(v1.SETTING, k > 1): task for task, k in v1.TASKS.items()}, max(v1.TASKS.values())),
 }
-# official exp_type -> (our setting, the infix of its prediction file)
-EXPERIMENTS = {
-    "V2C": ("v2c", "V2C"),
-    "V2C-CoT": ("v2c_cot", "V2C-CoT"),
-    "GT-T2C": ("gt_t2c", "GT-T2C"),
-    "V2T2C": ("t2c", "V2T2C_T2C"),
-    "V2T2C-4o": ("t2c", "V2T2C-4o_T2C"),
-    "V2T": ("v2t", "V2T"),
-}
-V2_NAME = re.compile(r"^(?P<model>.+)_(?P<infix>V2C-CoT|V2C|GT-T2C|V2T2C-4o_T2C|V2T2C_T2C|V2T)_sample_(?P<n>\d+)\.json$")
-V1_NAME = re.compile(r"^(?P<model>.+)_sample_(?P<n>\d+)\.json$")
+# official exp_type -> (our setting, the infix of its prediction file): the settings' table (humaneval_v/settings.csv),
+# plus V2T2C with GPT-4o as the strong coder, whose T2C step the official pipeline writes as its own experiment
+STRONG_CODER = "V2T2C-4o"
+EXPERIMENTS = {row["label"]: (setting, row["result_infix"]) for setting, row in TABLE.items()} | {STRONG_CODER: ("t2c", "V2T2C-4o_T2C")}
 _BY_INFIX = {infix: exp for exp, (_, infix) in EXPERIMENTS.items()}
-
-
-_SETTING_ALIASES = {
-    "v2c": "V2C",
-    "v2c-cot": "V2C-CoT",
-    "v2c_cot": "V2C-CoT",
-    "gt-t2c": "GT-T2C",
-    "gt_t2c": "GT-T2C",
-    "v2t2c": "V2T2C",
-    "t2c": "V2T2C",
-    "v2t2c-4o": "V2T2C-4o",
-    "v2t": "V2T",
-    "v1": "v1",
-}
+V2_NAME = re.compile(rf"^(?P<model>.+)_(?P<infix>{'|'.join(map(re.escape, sorted(_BY_INFIX, key=len, reverse=True)))})_sample_(?P<n>\d+)\.json$")
+V1_NAME = re.compile(r"^(?P<model>.+)_sample_(?P<n>\d+)\.json$")
+# --setting: an exp_type in any case, or one of our settings' names
+_SETTING_ALIASES = {**{exp.lower(): exp for exp in EXPERIMENTS}, **{setting: row["label"] for setting, row in TABLE.items()}, "v1": "v1"}
 
 
 def parse_setting(value: str) -> str:
@@ -95,12 +76,11 @@ def setting_from_name(path: Path) -> str | None:
     return "v1" if V1_NAME.match(path.name) else None
 
 
-# official prompt template -> the experiments whose requests use it (V2T2C's step 2 and GT-T2C share T2C's)
+# official prompt template (by the first setting that uses it) -> the experiments whose requests use it (V2T2C's
+# step 2, its strong-coder run and GT-T2C share T2C's)
 _TEMPLATE_EXPERIMENTS = {
-    "v2c": ("V2C",),
-    "v2c_cot": ("V2C-CoT",),
-    "v2t": ("V2T",),
-    "t2c": ("GT-T2C", "V2T2C", "V2T2C-4o"),
+    next(s for s in TABLE if SETTINGS[s][0] == key): tuple(sorted(exp for exp, (s, _) in EXPERIMENTS.items() if SETTINGS[s][0] == key))
+    for key in dict.fromkeys(key for key, _ in SETTINGS.values())
 }
 
 
@@ -110,7 +90,6 @@ def _template_pattern(setting: str) -> tuple[re.Pattern[str], int]:
     whitespace) and the length of its fixed text."""
     import string
 
-    from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
     from lmms_tasks.utils.services.prompts import prompt
 
     literals = [literal for literal, *_ in string.Formatter().parse(prompt(SETTINGS[setting][0]).strip())]
@@ -264,7 +243,7 @@ def _task_docs(task: str) -> tuple[list[dict[str, Any]], Any]:
     here, v1, is scored)."""
     from lmms_eval.utils import load_yaml_config
 
-    from lmms_tasks.utils.services.taskconfig import task_yaml_path
+    from lmms_tasks.utils.commands.taskconfig import task_yaml_path
 
     try:
         config = load_yaml_config(yaml_path=str(task_yaml_path(task)), mode="full")
@@ -329,7 +308,7 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
             raise OfficialFormatError(f"{message} (the official evaluator asserts every task): pass --allow-partial to score them")
     if n > 1 and n < version.sampled_k:
         imported.warnings.append(f"{path}: {n} predictions per task: pass@{version.sampled_k} needs at least {version.sampled_k}, as officially (no score)")
-    if exp == "V2T2C-4o":
+    if exp == STRONG_CODER:
         imported.notes.append(
             f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{'3' if n > 1 else '1'} of humaneval_v_v2t{'_pass3' if n > 1 else ''} in a run"
         )
@@ -389,7 +368,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
     from lmms_tasks.utils.humaneval_v.hooks import setting_of
     from lmms_tasks.utils.humaneval_v.prompts import build_prompt
 
-    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and setting_of(t.task) in ("v2c", "v2c_cot", "gt_t2c", "t2c", "v2t")]
+    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and setting_of(t.task) in SETTINGS]
     if not mine:
         return []
     try:
@@ -439,7 +418,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
             }
             for i in items
         ]
-        exp = {"v2c": "V2C", "v2c_cot": "V2C-CoT", "gt_t2c": "GT-T2C", "v2t": "V2T"}[setting]
+        exp = TABLE[setting]["label"]
         n = len(entries[0]["predictions"])
         write(run_task, exp, n, entries)
         if setting == "v2t":
@@ -450,7 +429,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
                     for index, description in enumerate(entry["predictions"]):
                         prompt = build_prompt("t2c", rows[entry["qid"]]["function_signature"], description)
                         coder.append({"qid": entry["qid"], "prompt": prompt, "predictions": [replies.get(f"{entry['qid']}#{index}", "")]})
-                write(run_task, "V2T2C-4o", n, coder)
+                write(run_task, STRONG_CODER, n, coder)
     return written
 
 
@@ -458,7 +437,6 @@ def export_v1(run_tasks: list[RunTask], out: Path) -> list[Written]:
     """One v1 prediction file per v1 task of the runs, in `out`: the replies as the run received them (v1
     scores them so), in the data's order (doc_id)."""
     from lmms_tasks.utils.commands.score import read_samples
-    from lmms_tasks.utils.humaneval_v import v1
 
     written: list[Written] = []
     for run_task in (t for t in run_tasks if v1.is_v1_task(t.task)):

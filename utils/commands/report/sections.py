@@ -36,8 +36,13 @@ from lmms_tasks.utils.commands.report.runs import (
 )
 from lmms_tasks.utils.commands.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
 from lmms_tasks.utils.commands.tasks import benchmark_of
+from lmms_tasks.utils.haerae_vision import GROUP as HAERAE_GROUP
+from lmms_tasks.utils.haerae_vision import VARIANTS as HAERAE_VARIANTS
 from lmms_tasks.utils.haerae_vision import published as haerae_published
+from lmms_tasks.utils.haerae_vision import task_name as haerae_task
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
+from lmms_tasks.utils.humaneval_v import v1 as humaneval_v1
+from lmms_tasks.utils.humaneval_v.prompts import TABLE as HUMANEVAL_TABLE
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
@@ -291,14 +296,9 @@ def _vlm2_scores_table(have: Sequence[Run]) -> Table:
 # -- HumanEval-V --------------------------------------------------------------------------------------------
 
 HUMANEVAL_PREFIX = "humaneval_v_"
-# (setting label, task stem, strong coder?)
-HUMANEVAL_SETTINGS = (
-    ("V2C", "v2c", False),
-    ("V2C-CoT", "v2c_cot", False),
-    ("V2T2C", "t2c", False),
-    ("V2T2C w/ strong coder", "v2t", True),
-    ("GT-T2C", "gt_t2c", False),
-)
+# (setting label, task stem, strong coder?), from the settings' table (humaneval_v/settings.csv), in its order: V2T's
+# pass@k is its strong coder's (V2T itself writes descriptions)
+HUMANEVAL_SETTINGS = tuple((row["report_label"], stem, stem == "v2t") for stem, row in HUMANEVAL_TABLE.items())
 
 
 def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
@@ -308,7 +308,7 @@ def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
 
 
 # v1 (the original 108-task release): (column, task, metric)
-HUMANEVAL_V1 = (("pass@1", "humaneval_v1", "pass@1"), ("pass@10", "humaneval_v1_pass10", "pass@10"))
+HUMANEVAL_V1 = tuple((f"pass@{k}", task, f"pass@{k}") for task, k in humaneval_v1.TASKS.items())
 
 
 def _is_humaneval(task: str) -> bool:
@@ -479,8 +479,7 @@ def _humaneval_v2_blocks(section: Section, runs: Sequence[Run], have: Sequence[R
 
 # -- HAERAE-Vision ------------------------------------------------------------------------------------------
 
-HAERAE_GROUP = "haerae_vision"
-HAERAE_TASKS = (("original", "haerae_vision_original"), ("explicit", "haerae_vision_explicit"))
+HAERAE_TASKS = tuple((variant, haerae_task(variant)) for variant in HAERAE_VARIANTS)
 
 
 def _haerae_runs(runs: Sequence[Run]) -> list[Run]:

@@ -1,9 +1,9 @@
 """Read a task's YAML configuration by task name, for the commands (listing tasks, `score` finding a task's
 folder and metadata), with `include:` templates resolved and `!function` tags left unexecuted.
 
-No hook reads it: lmms-eval hands a task's loader its `metadata` and its batch step its config, so the
-knobs we keep under `metadata:` (the judge, execution settings) arrive as arguments
-(`tests/foundation/test_config_flow.py`).
+No runtime module reads it (it lives with the commands): lmms-eval hands a task's loader its `metadata` and
+its batch step its config, so the knobs we keep under `metadata:` (the judge, execution settings) arrive
+as arguments (`tests/foundation/test_config_flow.py`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _load_with_includes(path: Path) -> dict[str, Any]:
 
 @functools.cache
 def _index(root: str, only: tuple[str, ...] | None = None) -> dict[str, Path]:
-    """Task name -> YAML path under `root`; `only` limits the walk to those top-level folders (exported
-    upstream, the default root is lmms-eval's own task directory, ~2000 YAMLs that are not ours)."""
+    """Task name -> YAML path under `root`; `only` limits the walk to those top-level folders (the
+    benchmarks' folders of the default root)."""
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if only is not None and os.path.abspath(dirpath) == os.path.abspath(root):
