@@ -105,7 +105,6 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/vlm2_bench/test_e2e.py": 100,
     "tests/foundation/test_packaging.py": 90,
     "tests/humaneval_v/test_scored_once_e2e.py": 90,
-    "tests/vlm2_bench/test_vid_without_se_e2e.py": 90,
     "tests/humaneval_v/test_v1.py": 80,
     "tests/report/test_report_browser.py": 70,
     "tests/official/test_round_trip.py": 60,
