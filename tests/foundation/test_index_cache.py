@@ -165,3 +165,12 @@ def test_hooked_only_where_a_cache_folder_is_named() -> None:
     env = hooked({INDEX_CACHE_ENV: "/cache", "PYTHONPATH": os.pathsep.join(["/a", str(SITE_DIR)])})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(SITE_DIR), "/a"]
     assert INDEX_CACHE_ENV not in unhooked(env)
+
+
+def test_an_unreadable_stored_index_is_indexed_again(fake: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    real, _, _ = _index(fake, cache)
+    (stored,) = cache.glob("*.pickle")
+    stored.write_bytes(b"not a pickle")
+    again, indexed, _ = _index(fake, cache)
+    assert indexed == ["tasks"] and again == real

@@ -76,7 +76,7 @@ def _patch(tasks_module, cache_dir):
         try:
             with open(path, "rb") as fh:
                 stored = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
+        except Exception:  # none stored yet, or unreadable: index for real
             stored = None
         if stored is not None and quiet(stored["max_level"]) and all(_stat(p) == s for p, s in stored["loaded"].items()):
             lmms_utils.yaml.add_constructor("!function", lmms_utils.ignore_constructor)  # the real call's last side effect
@@ -98,9 +98,12 @@ def _patch(tasks_module, cache_dir):
             lmms_utils.load_yaml_config = load
             tasks_module.eval_logger.remove(sink)
         partial = f"{path}.{os.getpid()}.partial"
-        with open(partial, "wb") as fh:
-            pickle.dump({"index": index, "loaded": loaded, "max_level": max(levels)}, fh)
-        os.replace(partial, path)
+        try:  # written whole, then renamed: a reader sees the old file, none, or this one
+            with open(partial, "wb") as fh:
+                pickle.dump({"index": index, "loaded": loaded, "max_level": max(levels)}, fh)
+            os.replace(partial, path)
+        except OSError:  # storing only saves time for the next process
+            pass
         _oplog("miss", time.monotonic() - started)
         return index
 
