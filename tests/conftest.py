@@ -22,11 +22,13 @@ import pytest
 
 from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
 from lmms_tasks.utils.testing.built_once import built_once
+from lmms_tasks.utils.testing.index_cache import INDEX_CACHE_ENV
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
 _OWN_BASETEMP = "_lmms_tasks_own_basetemp"
 _OWN_MEDIA_CACHE = "_lmms_tasks_own_media_cache"
+_OWN_INDEX_CACHE = "_lmms_tasks_own_index_cache"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -36,7 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     The image-verdict cache (`LMMS_TASKS_MEDIA_CACHE_DIR`, default ~/.cache/lmms_tasks/media) is the run's own too,
     set before the workers start so they, and every lmms-eval they run, inherit it: tests write nothing under the
-    user's home, and a verdict the user's cache holds never answers a test."""
+    user's home, and a verdict the user's cache holds never answers a test.
+
+    So is the folder of lmms-eval's built-in task index (`LMMS_TASKS_TEST_INDEX_CACHE`, utils/testing/index_cache.py):
+    the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each."""
     if hasattr(config, "workerinput"):
         return
     if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
@@ -47,13 +52,18 @@ def pytest_configure(config: pytest.Config) -> None:
     media = tempfile.mkdtemp(prefix="lmms_tasks-media-")
     setattr(config, _OWN_MEDIA_CACHE, media)
     os.environ[MEDIA_CACHE_ENV] = media
+    if INDEX_CACHE_ENV not in os.environ:  # set and empty: off (every process indexes lmms-eval's tasks itself)
+        index = tempfile.mkdtemp(prefix="lmms_tasks-index-")
+        setattr(config, _OWN_INDEX_CACHE, index)
+        os.environ[INDEX_CACHE_ENV] = index
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
-    media = getattr(session.config, _OWN_MEDIA_CACHE, None)
-    if media is not None:
-        shutil.rmtree(media, ignore_errors=True)
+    for own_cache in (_OWN_MEDIA_CACHE, _OWN_INDEX_CACHE):
+        folder = getattr(session.config, own_cache, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     own = getattr(session.config, _OWN_BASETEMP, None)
     if own is None:
         return
@@ -95,7 +105,6 @@ MODULE_SECONDS: dict[str, float] = {
     "tests/vlm2_bench/test_e2e.py": 100,
     "tests/foundation/test_packaging.py": 90,
     "tests/humaneval_v/test_scored_once_e2e.py": 90,
-    "tests/vlm2_bench/test_vid_without_se_e2e.py": 90,
     "tests/humaneval_v/test_v1.py": 80,
     "tests/report/test_report_browser.py": 70,
     "tests/official/test_round_trip.py": 60,

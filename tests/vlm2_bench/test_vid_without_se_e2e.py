@@ -1,8 +1,9 @@
-"""End-to-end (real CLI, `--tasks vlm2_bench`): PC-VID with no standard error and a question type with no
+"""End-to-end (real CLI, `--tasks vlm2_bench`, in the session's two-model demo): PC-VID with no standard error and a question type with no
 judged video. The judge scores the AB video and answers the ABA one without a score: PC-VID has one judged
 video (no variance estimate: its `vlm2_score_stderr_clt` is N/A), yet `vlm2_img8_score_stderr_clt`, a mean over the
 eight image subtasks that leaves PC-VID out, is computed from those eight; the ABA type, with none judged,
-is named with its counts instead of reading as a plain 0."""
+is named with its counts instead of reading as a plain 0. That is the demo's second model (`script_demo_second_model`,
+whose rules win over the first model's), so its run of the demo's first stage is this run: no lmms-eval run of its own."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import math
 
 import pytest
 
-from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, offline_env, run_lmms_eval
-from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
-from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
 pytestmark = pytest.mark.e2e
 
@@ -20,15 +19,13 @@ IMAGE_TASKS = [f"vlm2_bench_{s}" for s in ("gc_mat", "gc_trk", "oc_cpr", "pc_cpr
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    work = tmp_path_factory.mktemp("vlm2_vid_na")
-    fs = fixture.write(work / "vlm2")
-    with StandInServer(default_reply=None) as server:
-        # the demo's second model: spread in every image subtask; the judge scores the AB description and
-        # answers the ABA one without a score
-        fixture.script_demo_second_model(server, fs, STAND_IN_MODEL)
-        env = offline_env(server.base_url, work, fs.env)
-        return run_lmms_eval("vlm2_bench", server.base_url, work / "out", env=env).check()
+def run(demo_two_models):  # noqa: ANN001, ANN201
+    """The demo's second model on `vlm2_bench` (with the other benchmarks' first stage in the same run): spread in
+    every image subtask; the judge scores the AB description and answers the ABA one without a score."""
+    _, demo = demo_two_models
+    (run,) = [run for run in demo.runs_of(DEMO_MODELS[1]) if "vlm2_bench" in run.results.get("groups", {})]
+    assert run.results["config"]["model_args"].startswith(f"model_version={DEMO_MODELS[1]},")
+    return run
 
 
 def test_pc_vid_has_no_standard_error(run) -> None:  # noqa: ANN001
