@@ -17,7 +17,7 @@ import pytest
 
 from lmms_tasks.utils.commands.upstream.cli import checkout_root, export
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
-from lmms_tasks.utils.commands.upstream.style import detect_style
+from lmms_tasks.utils.commands.upstream.style import detect_style, format_sources
 
 EXPECTED_FILES = {
     "lmms_eval/tasks/mybench/__init__.py",
@@ -254,3 +254,13 @@ def test_a_readme_with_upstream_markers_goes_upstream_as_its_marked_parts_only()
     for text, message in broken.items():
         with pytest.raises(ExportError, match=re.escape(message)):
             upstream_markdown(text, "R.md")
+
+
+def test_imports_of_untouched_lmms_eval_modules_sort_as_in_the_checkout(tmp_path: Path) -> None:
+    """The stage holds only the exported files, so lmms_eval/ has no __init__.py there; isort must still see
+    `lmms_eval.models` (not exported) as first-party, as it does in the checkout, and keep one import block."""
+    source = "from lmms_eval.models.model_utils.usage_metrics import log_usage\n\nfrom lmms_eval.llm_judge.base import ServerInterface\n\nprint(log_usage, ServerInterface)\n"
+    out = format_sources({"lmms_eval/llm_judge/judge.py": source}, detect_style(tmp_path))
+    assert out["lmms_eval/llm_judge/judge.py"].startswith(
+        "from lmms_eval.llm_judge.base import ServerInterface\nfrom lmms_eval.models.model_utils.usage_metrics import log_usage\n\n"
+    )

@@ -108,6 +108,10 @@ def format_sources(files: dict[str, str], style: Style) -> dict[str, str]:
             path = stage / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(files[rel], encoding="utf-8")
+        # A package the export does not touch (lmms_eval/__init__.py) would make the stage's lmms_eval/ a namespace
+        # package, and isort would then sort `lmms_eval.models` (absent here) as third-party, unlike in the checkout.
+        for top in {rel.split("/", 1)[0] for rel in python if "/" in rel}:
+            (stage / top / "__init__.py").touch()
         previous: dict[str, str] = {}
         for _ in range(4):
             for command in style.fix:
