@@ -293,7 +293,7 @@ def run_program(source: str, limits: Limits = Limits(), python: str = sys.execut
             return dataclasses.replace(_run_once(source, limits, python, tmp_root, tuple(hide)), attempts=attempt)
         except SandboxStartError as exc:
             reasons.append(str(exc))
-    return ExecResult(status="error", message=f"{reasons[-1]} (failed twice: {'; '.join(reasons)})", attempts=2)
+    return ExecResult(status="error", message=f"{reasons[-1]} (failed twice{'' if reasons[0] == reasons[1] else ': ' + reasons[0]})", attempts=2)
 
 
 def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
