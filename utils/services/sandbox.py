@@ -32,8 +32,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lmms_tasks.utils.services.cache import DiskCache, content_key
-from lmms_tasks.utils.services.sandbox_child import RESULT_CAP, judge_channel
+from lmms_tasks.utils.services import cache, sandbox_child
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 SANDBOX_VERSION = "5"  # 5: bubblewrap or nothing (results cached by 4 may come from the removed unconfined fallback)
@@ -261,7 +260,7 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
                 if chunk == b"":
                     readers.discard(fd)
                 elif chunk and fd == result_r:
-                    result += chunk[: RESULT_CAP + 1 - len(result)]  # one honest frame is small; a flood only fails the program
+                    result += chunk[: sandbox_child.RESULT_CAP + 1 - len(result)]  # one honest frame is small; a flood only fails the program
                 elif chunk:
                     output += chunk[: limits.output_cap - len(output)]
             if deadline is None and result[:1] == b"R":  # the program's clock runs from here
@@ -280,7 +279,7 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
     elif returncode < 0:
         outcome = {"status": "failed", "message": f"sandbox guard died (exit {returncode})"}
     else:  # bwrap exits with the program's code, or 128 + the signal that killed it
-        outcome = judge_channel(result[1:], token.hex(), returncode - 128 if 128 < returncode < 193 else returncode << 8)
+        outcome = sandbox_child.judge_channel(result[1:], token.hex(), returncode - 128 if 128 < returncode < 193 else returncode << 8)
     return ExecResult.from_json({**outcome, "confinement": confinement + outcome.pop("confinement", []), "fd_output": fd_output})
 
 
@@ -297,27 +296,27 @@ def run_program(source: str, limits: Limits = Limits(), python: str = sys.execut
 
 
 def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
-    return content_key({"v": SANDBOX_VERSION, "source": source, "limits": asdict(limits), "python": python, "py": sys.version})
+    return cache.content_key({"v": SANDBOX_VERSION, "source": source, "limits": asdict(limits), "python": python, "py": sys.version})
 
 
 def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: int | None = None, cache_dir: Where = None, use_cache: bool = True, progress: str = "", tmp_root: Where = None, hide: Sequence[str] = ()) -> list[ExecResult]:
     """One result per program, in order. Programs start as `sources` yields them, `workers` at once (default: the usable
     CPUs, as officially); identical ones run once; results are cached on disk by content (errors are not). `hide`: more
     directories never shown to programs (e.g. the run's output directory); `progress`: a progress bar's label."""
-    cache = DiskCache(cache_dir or default_cache_dir()) if use_cache else None
+    store = cache.DiskCache(cache_dir or default_cache_dir()) if use_cache else None
     hide = (*hide, *((str(cache_dir),) if cache_dir else ()))
     bar = tqdm(total=0, desc=progress, unit="prog", dynamic_ncols=True, disable=None) if progress else None
 
     def run(key: str, source: str) -> ExecResult:
-        if (hit := cache.get(key) if cache is not None else None) is not None:
+        if (hit := store.get(key) if store is not None else None) is not None:
             result = ExecResult.from_json({**hit, "cached": True})
         else:
             try:
                 result = run_program(source, limits, tmp_root=tmp_root, hide=hide)
             except Exception as exc:  # noqa: BLE001 - a batch always gets one result per program
                 result = ExecResult(status="error", message=f"sandbox failure: {type(exc).__name__}: {exc}")
-            if cache is not None and result.status != "error":
-                cache.put(key, asdict(result))
+            if store is not None and result.status != "error":
+                store.put(key, asdict(result))
         if bar is not None:
             bar.update(1)
         return result
