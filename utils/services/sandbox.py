@@ -284,8 +284,8 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
 
 
 def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, tmp_root: Where = None, hide: Sequence[str] = ()) -> ExecResult:
-    """Execute one program in a fresh sandbox; never raises for anything the program does. A sandbox that fails to
-    start is retried once, then the program fails with the reasons (status 'error')."""
+    """Execute one program in a fresh sandbox (its work directory named below `tmp_root`, existing only inside); never
+    raises for anything the program does. A failed start is retried once, then the program fails (status 'error')."""
     reasons = []
     for attempt in (1, 2):
         try:
