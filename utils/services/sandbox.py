@@ -54,7 +54,7 @@ class Limits:
     grace: float = 1.0  # the sandbox is killed at timeout + grace if the program swallowed its timer
     cpu_seconds: int = 10
     memory_bytes: int = 4 << 30
-    file_size_bytes: int = 64 << 20  # per file, and the size of the private /tmp and /dev/shm
+    file_size_bytes: int = 64 << 20  # per file, and the size of each private tmpfs (/tmp, /dev/shm, the work directory)
     open_files: int = 512
     max_processes: int = 128  # tasks: processes and threads together (the kernel counts threads)
     output_cap: int = 4096
