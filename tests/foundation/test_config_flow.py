@@ -48,7 +48,6 @@ REGISTRIES = {
     ("utils/services/llm_judge/judge.py", "_memo"): "finished batches keyed by their content (config, requests, replies): a cache",
     ("utils/services/llm_judge/judge.py", "_preflights"): "each endpoint/key/model is checked once per process (a cache of the answer)",
     ("utils/services/llm_judge/judge.py", "_reachable"): "each endpoint's reachability, checked once per process (a cache)",
-    ("utils/services/sandbox.py", "_warned"): "warn once per process",
     ("utils/services/schema.py", "_indexed"): "media files already indexed (a cache)",
     ("utils/services/schema.py", "_verified"): "media files already verified (a cache)",
     ("utils/services/status.py", "_faults"): "faults the hooks record for the exit status (hooks write, the exit status reads: the run's result)",

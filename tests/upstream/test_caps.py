@@ -34,14 +34,7 @@ def test_every_pr_has_a_kind_and_list_shows_its_lines_against_its_cap(stack_expo
         assert pr.capped_lines == (pr.python_lines["core"] + pr.python_lines["task"]), pr.name
 
 
-SANDBOX_ITEM = (
-    "issue 42, 'Code execution ... within its cap': the bubblewrap sandbox PR adds 812 lines (sandbox.py 594, "
-    "sandbox_child.py 218; 596 of them code) against 500; shrinking it means dropping features (the fallback without "
-    "bwrap, the pids cgroup, the pool), a decision left to the sandbox's owners"
-)
-
-
-@pytest.mark.parametrize("kind", ["core", "benchmark", pytest.param("code_execution", marks=pytest.mark.xfail(strict=True, reason=SANDBOX_ITEM)), "service"])
+@pytest.mark.parametrize("kind", ["core", "benchmark", "code_execution", "service"])
 def test_each_pr_is_within_the_cap_of_its_kind(stack_export: Any, kind: str) -> None:
     prs = _by_kind(stack_export, kind)
     assert prs and all(pr.capped_lines > 0 for pr in prs)

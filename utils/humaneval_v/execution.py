@@ -20,7 +20,7 @@ from typing import Any
 from lmms_tasks.utils.humaneval_v import gate
 from lmms_tasks.utils.services.cache import write_atomic
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.sandbox import ExecResult, Limits, SandboxPool, default_cache_dir, default_workers
+from lmms_tasks.utils.services.sandbox import ExecResult, Limits, default_cache_dir, default_workers, run_programs, unavailable
 
 OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
 OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)
@@ -50,7 +50,7 @@ PYLINT_REQUIREMENT = "pylint==3.3.4"  # the official gate's pylint: a scoring de
 
 
 def missing_scoring_dependency(task: str) -> str | None:
-    """The one-line refusal when the pylint gate cannot run (pylint not installed), else None."""
+    """The one-line refusal when the pylint gate cannot run (pylint not installed) or no sandbox can (bubblewrap), else None."""
     try:
         gate.pylint_version()
     except PackageNotFoundError:
@@ -58,11 +58,12 @@ def missing_scoring_dependency(task: str) -> str | None:
             f"{task}: HumanEval-V's scoring lints every program with pylint (the official gate), which is not installed: "
             f"pip install '{PYLINT_REQUIREMENT}' and run again. Nothing was generated or executed."
         )
-    return None
+    refused = unavailable()
+    return f"{task}: HumanEval-V's scoring runs every program in a sandbox: {refused}. Nothing was generated or executed." if refused else None
 
 
 def require_opt_in(task: str) -> None:
-    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 and the pylint the gate needs is installed."""
+    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, the gate's pylint is installed and a sandbox can start."""
     message = opt_in_refusal(task) if not execution_allowed() else missing_scoring_dependency(task)
     if message:
         logger.error(message)
@@ -137,18 +138,23 @@ def evaluate_programs(
     workers = workers or default_workers()
     root = Path(cache_dir or default_cache_dir()).expanduser()
     errors: list[list[str]] = [[] for _ in programs]
-    futures: dict[int, Any] = {}
+    ran: list[int] = []
     gate_s = 0.0
-    # Programs start executing as soon as their gate batch is known: linting overlaps execution.
-    hide = (str(root), *(str(p) for p in hide_paths if p))
-    with SandboxPool(limits, workers=workers, cache_dir=root / "sandbox", progress=progress, desc=f"{task}: executing", hide=hide) as pool:
+
+    def gated() -> Any:  # programs start executing as soon as their gate batch is known: linting overlaps execution
+        nonlocal gate_s
         for indices, found in gate.iter_pylint_errors(programs, cache_dir=str(root / "pylint")):
             for index, messages in zip(indices, found):
                 errors[index] = messages
                 if not messages:
-                    futures[index] = pool.submit(programs[index])
+                    ran.append(index)
+                    yield programs[index]
         gate_s = time.monotonic() - started
-        results = {index: future.result() for index, future in futures.items()}
+
+    hide = (str(root), *(str(p) for p in hide_paths if p))
+    label = f"{task}: executing" if progress else ""
+    executed = run_programs(gated(), limits, workers=workers, cache_dir=root / "sandbox", progress=label, hide=hide)
+    results = dict(zip(ran, executed))  # `ran`: filled while run_programs consumed the gate
     verdicts: list[ProgramVerdict] = [ProgramVerdict(False, gate.gate_message(e, wording.gate_prefix), True, "gated") for e in errors]
     for index, result in results.items():
         verdicts[index] = ProgramVerdict(result.passed, wording.executed(result), False, result.status, result.cached)
@@ -160,7 +166,6 @@ def evaluate_programs(
         "timeouts": sum(v.status == "timeout" for v in verdicts),
         "exec_cache_hits": sum(r.cached for r in results.values()),
         "sandbox_errors": sum(r.status == "error" for r in results.values()),
-        "isolation_missing": sorted({r.isolation_missing for r in results.values() if r.isolation_missing}),
         "workers": workers,
         "timeout_s": limits.timeout,
         "pylint": gate.pylint_version(),

