@@ -154,7 +154,7 @@ def test_every_metric_has_its_unit_and_standard_error_in_the_readme() -> None:
 
 def yaml_metrics() -> dict[str, set[str]]:
     """Metric names per benchmark, from the task YAMLs' metric_list and the groups' aggregate_metric_list."""
-    from lmms_tasks.utils.commands.taskconfig import task_config
+    from lmms_tasks.utils.services.taskconfig import task_config
 
     found: dict[str, set[str]] = {b: set() for b in BENCHMARKS}
     for name, kind in registered().items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from lmms_tasks.utils.commands.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.haerae_vision import metrics
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message, parse_score, template
 from lmms_tasks.utils.haerae_vision.prompting import build_messages, clean_response

@@ -10,7 +10,7 @@ import lmms_eval
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.commands.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 
 NAMES = ("haerae_vision_original", "haerae_vision_explicit", "haerae_vision", "haerae_vision_tasks")
 COMMON_METRICS = ["haerae_vision_score", "judge_failures", "judge_unparsed", "category_scores", "item_scores"]

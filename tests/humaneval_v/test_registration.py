@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.commands.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 
 SETTINGS = ("v2c", "v2c_cot", "gt_t2c", "v2t", "t2c")
 TASKS = [f"humaneval_v_{s}{suffix}" for s in SETTINGS for suffix in ("", "_pass3")]

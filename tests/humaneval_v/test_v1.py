@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.commands.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.humaneval_v import execution, hooks, v1
 from lmms_tasks.utils.humaneval_v.extraction_v1 import post_process, select_content, stop_at_fence
 from lmms_tasks.utils.humaneval_v.metrics import ItemError

@@ -152,7 +152,7 @@ def test_v1_files_need_the_v1_tasks(hev_env: Path, capsys: pytest.CaptureFixture
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps([{"qid": q, "predictions": p} for q, p in V2C_1.items()]), encoding="utf-8")
     status, errors = _score(["humaneval_v", str(path)], capsys)
-    from lmms_tasks.utils.commands.taskconfig import task_yaml_path
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
 
     try:
         task_yaml_path("humaneval_v1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.commands.taskconfig import task_config
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.vlm2_bench import FAMILIES, SUBTASKS, TABLE, hooks
 
 TASKS = [f"vlm2_bench_{s}" for s in SUBTASKS]
@@ -56,7 +56,7 @@ def test_group_only_metrics_come_from_the_subtask_scores() -> None:
 def task_config_group(name: str) -> dict:
     import yaml
 
-    from lmms_tasks.utils.commands.taskconfig import _Loader
+    from lmms_tasks.utils.services.taskconfig import _Loader
 
     return yaml.load((__import__("pathlib").Path(tasks_path()) / "vlm2_bench" / f"{name}.yaml").read_text(), Loader=_Loader)
 
@@ -80,7 +80,7 @@ def test_every_hook_named_in_the_yamls_exists_in_the_thin_utils() -> None:
 
 def test_the_subtask_table_declares_every_subtask_once() -> None:
     """Each YAML's `dataset_kwargs.subtask` is a row of the table, and every row has its YAML (by task name)."""
-    from lmms_tasks.utils.commands.taskconfig import task_yaml_path
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
 
     assert [task_config(t)["dataset_kwargs"]["subtask"] for t in TASKS] == list(TABLE)
     assert all(task_yaml_path(f"vlm2_bench_{s}").name == f"vlm2_bench_{s}.yaml" for s in TABLE)

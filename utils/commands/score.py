@@ -27,7 +27,7 @@ from typing import Any
 
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.report.runs import output_path_of
-from lmms_tasks.utils.commands.taskconfig import task_metadata, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
 from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.services import stats
 from lmms_tasks.utils.services import status as run_status

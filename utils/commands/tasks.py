@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from lmms_tasks import BENCHMARKS, tasks_path
-from lmms_tasks.utils.commands.taskconfig import task_config, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
 JUDGE_METRICS = ("judge_failures", "vid_judge_failed")  # a judged task counts its judge's failures
 CODER_METRICS = ("strong_coder_pass_at_1", "strong_coder_pass_at_3")  # V2T: an LLM writes code from each description

@@ -243,7 +243,7 @@ def _task_docs(task: str) -> tuple[list[dict[str, Any]], Any]:
     here, v1, is scored)."""
     from lmms_eval.utils import load_yaml_config
 
-    from lmms_tasks.utils.commands.taskconfig import task_yaml_path
+    from lmms_tasks.utils.services.taskconfig import task_yaml_path
 
     try:
         config = load_yaml_config(yaml_path=str(task_yaml_path(task)), mode="full")

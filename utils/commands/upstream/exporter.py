@@ -86,14 +86,15 @@ SERVICES = (
     ),
     Service(
         "task_data",
-        ("services.data", "services.schema", "services.stats", "services.model_args", "services.prompts"),
+        ("services.data", "services.schema", "services.stats", "services.model_args", "services.prompts", "services.taskconfig"),
         "task_data",  # not "data": lmms-eval's .gitignore ignores data/ folders
         "feat(tasks): load-time data checks, pinned data sources and per-unit standard errors for task folders",
         "What task folders that build their own documents share, so each benchmark's PR adds only its own folder: a "
         "`custom_dataset` loader per task that reads a local copy named by one environment variable or the Hub at a pinned "
         "revision and records which one it read in the task's metadata; record checks at load time, before any model request, "
         "each error naming the file, row, record id and field (images decoded once, by content hash); a prompt table checked "
-        "against its sha256 on every load; warnings about model arguments that would change a benchmark's numbers; and the "
+        "against its sha256 on every load; a reader of a task's YAML by name for the task folders' tests (includes merged, `!function` "
+        "tags kept as text; no hook reads a YAML); warnings about model arguments that would change a benchmark's numbers; and the "
         "per-unit score fields that lmms-eval's clustered and CLT standard errors read.",
         "every benchmark's data checks on generated fixtures, and the end-to-end runs that load through it",
     ),
@@ -508,6 +509,9 @@ def build(tree: SourceTree, style: Style | None, include_tests: bool = True) -> 
         sections[entry.line()] = entry.section
     builder.closure()  # the runtime: what the task folders reach
     export.services = services(tree, builder.done)
+    for service in export.services:  # a service ships whole, also a module only its users' tests import (taskconfig)
+        builder.pending += [(f"{tree.library_package}.{m}", service.name) for m in service.modules]
+    builder.closure()
     if include_tests:
         for benchmark in tree.benchmarks:
             builder.tests(benchmark)
