@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from lmms_tasks import BENCHMARKS, tasks_path
-from lmms_tasks.utils.services.taskconfig import _index, task_config
 from lmms_tasks.utils.services.model_args import VLLM_DEFAULT_MAX_NEW_TOKENS, model_args_warnings
+from lmms_tasks.utils.services.taskconfig import _index, task_config
 
 TASK = "vlm2_bench_gc_mat"  # official max_new_tokens 512
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.haerae_vision import metrics
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message, parse_score, template
 from lmms_tasks.utils.haerae_vision.prompting import build_messages, clean_response
 from lmms_tasks.utils.haerae_vision.render import render_checklist
 from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, request_payload
+from lmms_tasks.utils.services.taskconfig import task_config
 
 QUESTION = "이 벌레 뭐임"
 CHECKLIST = ["곤충의 종 이름을 밝힌다", "해로운지 설명한다"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.humaneval_v import prompts
+from lmms_tasks.utils.services.taskconfig import task_config
 
 ROWS = list(csv.DictReader(line for line in resources.files("lmms_tasks.utils.humaneval_v").joinpath("settings.csv").read_text(encoding="utf-8").splitlines() if not line.startswith("#")))
 

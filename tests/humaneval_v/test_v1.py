@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.humaneval_v import execution, hooks, v1
 from lmms_tasks.utils.humaneval_v.extraction_v1 import post_process, select_content, stop_at_fence
 from lmms_tasks.utils.humaneval_v.metrics import ItemError
@@ -20,6 +19,7 @@ from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
 from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.sandbox import ExecResult
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing.cases import humaneval_v1 as cases
 from lmms_tasks.utils.testing.fixtures import humaneval_v as v2_fx
 from lmms_tasks.utils.testing.fixtures import humaneval_v1 as fx

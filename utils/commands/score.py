@@ -27,13 +27,13 @@ from typing import Any
 
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.report.runs import output_path_of
-from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
 from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.services import stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
 
 RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
