@@ -68,7 +68,7 @@ class TinyServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()  # a prompt shutdown()
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def judged(self) -> list[str]:

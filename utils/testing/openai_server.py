@@ -306,7 +306,8 @@ class StandInServer:
 
         self._httpd = Server(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="stand-in-openai", daemon=True)
+        # shutdown() waits for the serving loop's next poll: 0.5 s by default, after every test that starts a server
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="stand-in-openai", daemon=True)
         self._thread.start()
         return self
 
