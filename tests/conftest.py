@@ -22,8 +22,8 @@ import pytest
 
 from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
 from lmms_tasks.utils.testing.built_once import built_once
-from lmms_tasks.utils.testing.index_cache import INDEX_CACHE_ENV
 from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.startup_hook import DEFER_IMPORTS_ENV, DEFERRED, INDEX_CACHE_ENV
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
 _OWN_BASETEMP = "_lmms_tasks_own_basetemp"
@@ -40,8 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
     set before the workers start so they, and every lmms-eval they run, inherit it: tests write nothing under the
     user's home, and a verdict the user's cache holds never answers a test.
 
-    So is the folder of lmms-eval's built-in task index (`LMMS_TASKS_TEST_INDEX_CACHE`, utils/testing/index_cache.py):
-    the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each."""
+    So is the folder of lmms-eval's built-in task index (`LMMS_TASKS_TEST_INDEX_CACHE`, utils/testing/startup_hook.py):
+    the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each. And those
+    processes run Hugging Face `evaluate`, which lmms-eval imports at start-up and our tasks never use, only if
+    something reads it (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the same module)."""
     if hasattr(config, "workerinput"):
         return
     if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
@@ -56,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
         index = tempfile.mkdtemp(prefix="lmms_tasks-index-")
         setattr(config, _OWN_INDEX_CACHE, index)
         os.environ[INDEX_CACHE_ENV] = index
+    os.environ.setdefault(DEFER_IMPORTS_ENV, DEFERRED)  # set and empty: off (every process imports as a user's does)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -232,15 +232,15 @@ def test_a_judged_run_reads_no_yaml_and_writes_no_environment_from_our_code(tmp_
     YAML is opened and no environment variable is written (lmms-eval itself opens the YAMLs it indexes)."""
     from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, lmms_eval_command, offline_env, run_command
     from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
-    from lmms_tasks.utils.testing.index_cache import unhooked
     from lmms_tasks.utils.testing.openai_server import StandInServer
+    from lmms_tasks.utils.testing.startup_hook import unhooked
 
     fixtures = fixture.write(tmp_path / "data")
     log = tmp_path / "audit.jsonl"
     with StandInServer(default_reply="<score>1/2</score>") as server:
         env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_PROGRESS": "0", "LMMS_TASKS_JUDGE_MAX_RETRIES": "0"})
         env.update(CONFIG_FLOW_LOG=str(log), CONFIG_FLOW_OURS=os.pathsep.join(str(ROOT / part) for part in ("utils", "lmms_tasks")))
-        env = unhooked(env)  # the run as a user's: the suite's index cache (utils/testing/, ours) stays out of what is audited
+        env = unhooked(env)  # the run as a user's: the suite's start-up hook (utils/testing/, ours) stays out of what is audited
         command = lmms_eval_command("haerae_vision_original", server.base_url, tmp_path / "out")
         assert Path(command[0]).name == "lmms-eval", command  # the console script, run here under the probe
         run = run_command([sys.executable, "-c", PROBE, *command[1:]], tmp_path / "out", env=env).check()

@@ -34,6 +34,7 @@ from lmms_tasks.utils.testing.demo import stages as demo_stages
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 from lmms_tasks.utils.testing.oplog import op
+from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 class Site:
@@ -203,7 +204,7 @@ def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *folders, "-m", "not e2e and not slow"]
     command += ["--ignore=test/eval/sandbox/test_sandbox_hostile.py"]
     with op("pytest-in-checkout", "every exported folder"):
-        out = subprocess.run(command, env=site.env(), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
+        out = subprocess.run(command, env=hooked(site.env()), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     passed = re.search(r"(\d+) passed", out.stdout)
     assert passed and int(passed.group(1)) >= 100, out.stdout[-1000:]

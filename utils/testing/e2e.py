@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.testing.index_cache import hooked
 from lmms_tasks.utils.testing.oplog import op
+from lmms_tasks.utils.testing.startup_hook import hooked
 
 STAND_IN_MODEL = "stand-in-vlm"
 STAND_IN_JUDGE = "stand-in-judge"
@@ -216,7 +216,7 @@ def run_lmms_eval(
 
 def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str], timeout: float = 900, cwd: Path | None = None) -> RunResult:
     """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir` (in the test suite,
-    with lmms-eval's built-in task index computed once per run: utils/testing/index_cache.py)."""
+    with lmms-eval's built-in task index computed once per run: utils/testing/startup_hook.py)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with op("lmms-eval", " ".join(command[command.index("--tasks") + 1 : command.index("--tasks") + 2] if "--tasks" in command else command[:3])):
