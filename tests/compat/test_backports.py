@@ -5,7 +5,10 @@ test; these tests pin each shim's semantics against the patch contract (docs/UPS
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -394,3 +397,47 @@ def test_a_local_baseline_gives_each_task_its_own_samples_file(tmp_path: Any) ->
     other = tmp_path / "mine.jsonl"
     other.write_text('{"doc_id": 0, "unit_score": 0.75}\n')
     assert evaluator.load_baseline(str(other), "task_z")[0] == {0: 0.75}  # any other file: as given
+
+
+PARTIAL_FIRST = """
+import json
+from lmms_eval import evaluator
+from lmms_eval.api.task import ConfigurableTask
+from lmms_eval.evaluator_utils import TaskOutput
+from lmms_tasks.utils import compat
+from lmms_tasks.utils.compat import batch_scoring, task_config
+
+compat.install(task_config)  # a third-party task that wants only these two backports is loaded first
+compat.install(batch_scoring)
+compat.install(batch_scoring)
+compat.activate()  # then one of ours
+
+
+def wrappers(function, module="lmms_tasks.utils.compat.batch_scoring"):
+    count = 0
+    while function is not None:
+        count += function.__module__ == module
+        function = getattr(function, "__wrapped__", None)
+    return count
+
+
+print(json.dumps({
+    "installed": compat.installed(),
+    "custom_dataset_loads": hasattr(ConfigurableTask.download, "__wrapped__"),
+    "batch_step_wrappers": [wrappers(evaluator._process_document_results), wrappers(TaskOutput.calculate_aggregate_metric)],
+    "backported_fields": list(getattr(__import__("lmms_eval.api.task").api.task.TaskConfig, task_config.BACKPORTED)),
+}))
+"""
+
+
+def test_a_task_that_installed_some_backports_first_leaves_ours_every_backport_and_none_twice() -> None:
+    """A third-party task that installs only the TaskConfig fields and the batch step (as the judge tests' mini
+    task does) and is loaded before ours, in the same process: activation must still install the custom_dataset
+    loader (the field is there, but lmms-eval does not load it) and must not wrap the batch step twice (every item
+    would be scored twice). Before the fix, `media-stats` after an in-process `score` of such a task loaded no data."""
+    out = subprocess.run([sys.executable, "-c", PARTIAL_FIRST], capture_output=True, text=True, timeout=300, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["installed"][:2] == ["task_config", "batch_scoring"] and "datasets" in seen["installed"] and "responses" in seen["installed"]
+    assert len(seen["installed"]) == len(set(seen["installed"]))
+    assert seen["custom_dataset_loads"] is True and seen["batch_step_wrappers"] == [1, 1]
+    assert seen["backported_fields"] == ["strip_responses", "custom_dataset", "process_results_batch", "score_each_repeat"]

@@ -92,6 +92,7 @@ into the items; the aggregations read them."""
 
 import re
 
+from lmms_tasks.utils import compat
 from lmms_tasks.utils.compat import batch_scoring, task_config
 from lmms_tasks.utils.services.data import metadata_of
 from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
@@ -99,8 +100,8 @@ from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest,
 # a stock lmms-eval 0.7.3 learns process_results_batch (patch 0006) from these two backports; nothing else of
 # ours is installed (a third-party task's run keeps lmms-eval's own exit status)
 if not batch_scoring.present():
-    task_config.install()
-    batch_scoring.install()
+    compat.install(task_config)
+    compat.install(batch_scoring)
 
 TASK = "{task}"
 PROMPT = "JUDGE THIS. Question: {{q}} Response: {{r}}"

@@ -20,7 +20,9 @@ benchmark library imports this package, and `export-upstream` never exports it.
 | `baselines` | a local `--baseline` path gives each task its own samples file (0008); the printed table shows the paired comparison only on the compared metric's row (not yet in 0008) |
 
 `activate()` is called by each task folder's `utils.py` when lmms-eval first resolves one of its
-`!function` tags, i.e. before any of our task or group configs is built.
+`!function` tags, i.e. before any of our task or group configs is built. A task that wants only some backports
+calls `install(shim)`; either way each shim is installed once per process, and a shim's probe asks what
+lmms-eval itself has (a `TaskConfig` field the `task_config` shim added does not count).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from lmms_tasks.utils.services.logging import logger
 
 SHIMS: tuple[ModuleType, ...] = (task_config, responses, groups, datasets, batch_scoring, k_samples, baselines, exit_status)
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _done = False
 _installed: list[str] = []
 
@@ -47,11 +49,22 @@ def activate() -> list[str]:
         _done = True
         missing = [shim for shim in SHIMS if not shim.present()]  # probe lmms-eval as it is, before any install
         for shim in missing:
-            if shim.install():
-                _installed.append(shim.NAME)
+            install(shim)
         if _installed:
             logger.info(f"lmms-tasks compat: backported to this lmms-eval (lmms_tasks.utils.compat): {', '.join(_installed)}")
         return list(_installed)
+
+
+def install(shim: ModuleType) -> bool:
+    """Install one shim, once per process (a third-party task that wants only some backports calls this; a shim
+    installed twice would wrap lmms-eval twice and, for batch_scoring, score every item twice)."""
+    with _lock:
+        if shim.NAME in _installed:
+            return True
+        if shim.install():
+            _installed.append(shim.NAME)
+            return True
+        return False
 
 
 def installed() -> list[str]:

@@ -22,7 +22,6 @@ The shim (the TaskConfig field comes from the `task_config` shim):
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -36,9 +35,9 @@ FILTER = "__lmms_tasks_filter__"  # hidden logged-sample key: the filter the sam
 
 
 def present() -> bool:
-    from lmms_eval.api.task import TaskConfig
+    from lmms_tasks.utils.compat import task_config
 
-    return "process_results_batch" in {f.name for f in dataclasses.fields(TaskConfig)}
+    return task_config.native("process_results_batch")
 
 
 def batch_function(task: Any) -> Callable[..., Any] | None:

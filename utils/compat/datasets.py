@@ -11,7 +11,6 @@ tasks keep 0.7.3's `download` unchanged.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -23,9 +22,9 @@ ATTEMPTS = 5
 
 
 def present() -> bool:
-    from lmms_eval.api.task import TaskConfig
+    from lmms_tasks.utils.compat import task_config
 
-    return "custom_dataset" in {f.name for f in dataclasses.fields(TaskConfig)}
+    return task_config.native("custom_dataset")
 
 
 def load_splits(loader: Callable[..., Any], metadata: Any, dataset_kwargs: dict[str, Any] | None, wait_s: float = 2.0) -> Any:

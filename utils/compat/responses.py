@@ -18,11 +18,9 @@ GENERATION_TYPES = ("generate_until", "generate_visual_cot")
 
 
 def present() -> bool:
-    import dataclasses
+    from lmms_tasks.utils.compat import task_config
 
-    from lmms_eval.api.task import TaskConfig
-
-    return "strip_responses" in {f.name for f in dataclasses.fields(TaskConfig)}
+    return task_config.native("strip_responses")
 
 
 def raw_responses(results: Any) -> list[Any]:

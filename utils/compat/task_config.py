@@ -22,6 +22,9 @@ FIELDS: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
+BACKPORTED = "_lmms_tasks_backported"  # on the extended class: the field names this shim added
+
+
 def _missing() -> list[tuple[str, Any, Any]]:
     from lmms_eval.api import task
 
@@ -29,8 +32,16 @@ def _missing() -> list[tuple[str, Any, Any]]:
     return [field for field in FIELDS if field[0] not in have]
 
 
+def native(name: str) -> bool:
+    """Whether lmms-eval's own `TaskConfig` has the field: a field this shim added does not count, so the shims
+    that probe a field (responses, datasets, batch_scoring) still install where this one ran first."""
+    from lmms_eval.api import task
+
+    return name in {f.name for f in dataclasses.fields(task.TaskConfig)} and name not in getattr(task.TaskConfig, BACKPORTED, ())
+
+
 def present() -> bool:
-    return not _missing()
+    return all(native(name) for name, _, _ in FIELDS)
 
 
 def install() -> bool:
@@ -38,13 +49,13 @@ def install() -> bool:
 
     missing = _missing()
     if not missing:
-        return False
+        return bool(getattr(task.TaskConfig, BACKPORTED, ()))  # already in place
     base = task.TaskConfig
     extended = dataclasses.make_dataclass(
         base.__name__,
         [(name, kind, dataclasses.field(default=default)) for name, kind, default in missing],
         bases=(base,),
-        namespace={"__module__": base.__module__, "__doc__": base.__doc__},
+        namespace={"__module__": base.__module__, "__doc__": base.__doc__, BACKPORTED: (*getattr(base, BACKPORTED, ()), *(name for name, _, _ in missing))},
     )
     task.TaskConfig = extended
     return True
