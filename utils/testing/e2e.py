@@ -216,7 +216,7 @@ def run_lmms_eval(
 
 def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str], timeout: float = 900, cwd: Path | None = None) -> RunResult:
     """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir` (in the test suite,
-    with lmms-eval's built-in task index computed once per run: utils/testing/startup_hook.py)."""
+    with the suite's start-up hook: utils/testing/startup_hook.py)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with op("lmms-eval", " ".join(command[command.index("--tasks") + 1 : command.index("--tasks") + 2] if "--tasks" in command else command[:3])):

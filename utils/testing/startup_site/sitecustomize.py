@@ -122,38 +122,43 @@ def _patch(tasks_module, cache_dir):
     manager._get_task_and_group = indexed
 
 
-def _install(cache_dir):
+def _on_import(names, adapt):
+    """Find each module of `names` as Python would, then let `adapt(spec)` change how it is loaded."""
     import importlib.abc
     import importlib.machinery
 
-    class _Finder(importlib.abc.MetaPathFinder):
+    class Finder(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name != "lmms_eval.tasks":
+            if name not in names:
                 return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
-            if spec is None or spec.loader is None:
-                return spec
-            run = spec.loader.exec_module
-
-            def exec_module(module):
-                run(module)
-                _patch(module, cache_dir)
-
-            spec.loader.exec_module = exec_module
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            if spec is not None and hasattr(spec.loader, "exec_module"):
+                adapt(spec)
             return spec
 
-    sys.meta_path.insert(0, _Finder())
+    sys.meta_path.insert(0, Finder())
+
+
+def _install(cache_dir):
+    def adapt(spec):
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch(module, cache_dir)
+
+        spec.loader.exec_module = exec_module
+
+    _on_import({"lmms_eval.tasks"}, adapt)
 
 
 def _defer(names):
     """Run each module of `names` when one of its attributes other than those the import system set is first read."""
     import importlib.abc
-    import importlib.machinery
     import threading
     import types
 
     lock = threading.RLock()
-    loaders = {}  # module name -> its real loader, until its code has run
 
     class Deferred(types.ModuleType):
         def __getattr__(self, attribute):  # only for what the module's dict does not hold yet
@@ -169,7 +174,7 @@ def _defer(names):
             if type(module) is Deferred:
                 module.__class__ = types.ModuleType
                 try:
-                    loaders.pop(module.__name__).exec_module(module)
+                    module.__loader__.exec_module(module)  # the real loader (Loader.exec_module put it there)
                 except BaseException:  # as a failed import: the module is not left half run
                     sys.modules.pop(module.__name__, None)
                     raise
@@ -183,19 +188,12 @@ def _defer(names):
 
         def exec_module(self, module):
             module.__spec__.loader = module.__loader__ = self.real  # as the real import leaves them
-            loaders[module.__name__] = self.real
             module.__class__ = Deferred
 
-    class Finder(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name not in names:
-                return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-            if spec is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = Loader(spec.loader)
-            return spec
+    def adapt(spec):
+        spec.loader = Loader(spec.loader)
 
-    sys.meta_path.insert(0, Finder())
+    _on_import(names, adapt)
 
 
 def _chain():
