@@ -23,12 +23,13 @@ import pytest
 from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
 from lmms_tasks.utils.testing.built_once import built_once
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import DEFER_IMPORTS_ENV, DEFERRED, INDEX_CACHE_ENV
+from lmms_tasks.utils.testing.startup_hook import DEFER_IMPORTS_ENV, DEFERRED, INDEX_CACHE_ENV, PRELOAD_ENV, start_preload, stop_preload
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
 _OWN_BASETEMP = "_lmms_tasks_own_basetemp"
 _OWN_MEDIA_CACHE = "_lmms_tasks_own_media_cache"
 _OWN_INDEX_CACHE = "_lmms_tasks_own_index_cache"
+_OWN_PRELOAD = "_lmms_tasks_own_preload"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,7 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
     So is the folder of lmms-eval's built-in task index (`LMMS_TASKS_TEST_INDEX_CACHE`, utils/testing/startup_hook.py):
     the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each. And those
     processes run Hugging Face `evaluate`, which lmms-eval imports at start-up and our tasks never use, only if
-    something reads it (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the same module)."""
+    something reads it (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the same module), and those of their imports that are the
+    same in every one of them are made once, by the run's preload server (`LMMS_TASKS_TEST_PRELOAD`, the same
+    module), stopped when the run ends."""
     if hasattr(config, "workerinput"):
         return
     if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
@@ -59,10 +62,18 @@ def pytest_configure(config: pytest.Config) -> None:
         setattr(config, _OWN_INDEX_CACHE, index)
         os.environ[INDEX_CACHE_ENV] = index
     os.environ.setdefault(DEFER_IMPORTS_ENV, DEFERRED)  # set and empty: off (every process imports as a user's does)
+    if PRELOAD_ENV not in os.environ:  # set and empty: off (every process makes its own imports)
+        folder = Path(tempfile.mkdtemp(prefix="lmms_tasks-preload-"))
+        setattr(config, _OWN_PRELOAD, (folder, start_preload(folder, os.environ)))
+        os.environ[PRELOAD_ENV] = str(folder / "socket")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
+    preload = getattr(session.config, _OWN_PRELOAD, None)
+    if preload is not None:
+        stop_preload(preload[1])
+        shutil.rmtree(preload[0], ignore_errors=True)
     for own_cache in (_OWN_MEDIA_CACHE, _OWN_INDEX_CACHE):
         folder = getattr(session.config, own_cache, None)
         if folder is not None:

@@ -23,6 +23,7 @@ from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.startup_hook import hooked
 
 pytestmark = pytest.mark.e2e
 SECRET = "sk-lmmstasks-judge-secret-0123456789abcdef"
@@ -60,7 +61,7 @@ def _demo_files(demo_two_models, task: str, tmp_path: Path) -> tuple[Path, Path,
 
 
 def _score_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_tasks", "score", *args], env=env, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run([sys.executable, "-m", "lmms_tasks", "score", *args], env=hooked(env), capture_output=True, text=True, timeout=600, check=False)
 
 
 def _clean_env(work: Path, **extra: str) -> dict[str, str]:

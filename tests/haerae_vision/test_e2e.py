@@ -21,6 +21,7 @@ from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
+from lmms_tasks.utils.testing.startup_hook import hooked
 
 SYSTEM = "You are a helpful math assistant. Answer precisely in Korean if the prompt is Korean."
 ITEMS = {item["question_idx"]: item for item in fixture.ITEMS}
@@ -187,7 +188,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},  # nothing may be judged
+        env=hooked({**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}),  # nothing may be judged
     )
     gap_alone, stderr_alone = json.loads(alone.stdout.strip().splitlines()[-1])
     assert gap_alone == pytest.approx(gap) and stderr_alone == pytest.approx(_se(pairs))

@@ -6,6 +6,7 @@ saved task configs that keep their keys after the core PRs."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from lmms_tasks.utils.commands.upstream import exporter, stack
 from lmms_tasks.utils.commands.upstream.pyrewrite import rename_project
+from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 def _by_kind(stack_export: Any, kind: str) -> list[stack.PullRequest]:
@@ -135,7 +137,7 @@ def _saved_config_keys(root: Path | None) -> dict[str, list[str]]:
         from lmms_tasks.utils.testing.patched import env as patched_env
 
         env = patched_env(root)
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300, check=True, cwd=root or Path.cwd())
+    out = subprocess.run([sys.executable, "-c", probe], env=hooked(os.environ if env is None else env), capture_output=True, text=True, timeout=300, check=True, cwd=root or Path.cwd())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

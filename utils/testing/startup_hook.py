@@ -8,8 +8,13 @@ spend the same CPU on, once per process, for the same result.
   return (same lmms-eval code, same files); our own tasks (`--include_path`) are indexed as always.
 - Modules imported at start-up but never used run only when first used (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the suite
   names `evaluate`: lmms-eval imports it, and with it `transformers.pipelines`, for metrics none of our tasks names).
+- The heavy third-party imports every such process makes the same way (torch, torchvision, numpy, pandas, pyarrow,
+  PIL, scipy: about 5.5 s of CPU each) are made once, by a server the run starts (`start_preload`); a process
+  with `LMMS_TASKS_TEST_PRELOAD` (the server's socket) runs its command line in a fork of them where nothing that
+  decides those imports differs, and starts as usual otherwise (startup_site/lmms_tasks_test_preload.py says
+  what is compared and how the fork stands in for the process).
 
-tests/conftest.py sets both variables for the run; `hooked(env)` (called by `e2e.run_command` for every command it
+tests/conftest.py sets the variables for the run; `hooked(env)` (called by `e2e.run_command` for every command it
 runs, and for the pytest runs in exported checkouts) puts `startup_site/` first on the process's PYTHONPATH, whose
 `sitecustomize.py` does both (see that module for why each is exact). Without the variables (a user's run,
 `python -m lmms_tasks demo` outside the tests) nothing changes.
@@ -21,19 +26,23 @@ Left out by a test that observes every file the run opens and every module it im
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 INDEX_CACHE_ENV = "LMMS_TASKS_TEST_INDEX_CACHE"
 DEFER_IMPORTS_ENV = "LMMS_TASKS_TEST_DEFER_IMPORTS"
+PRELOAD_ENV = "LMMS_TASKS_TEST_PRELOAD"
+_PARTS = (INDEX_CACHE_ENV, DEFER_IMPORTS_ENV, PRELOAD_ENV)
 DEFERRED = "evaluate"  # what the suite defers (tests/conftest.py)
 SITE_DIR = Path(__file__).with_name("startup_site")
 
 
 def hooked(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with the start-up hook first on PYTHONPATH, where `env` asks for either of its parts."""
+    """`env` with the start-up hook first on PYTHONPATH, where `env` asks for any of its parts."""
     out = dict(env)
-    if not (out.get(INDEX_CACHE_ENV) or out.get(DEFER_IMPORTS_ENV)):
+    if not any(out.get(name) for name in _PARTS):
         return out
     parts = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != SITE_DIR]
     out["PYTHONPATH"] = os.pathsep.join([str(SITE_DIR), *parts])
@@ -42,4 +51,32 @@ def hooked(env: Mapping[str, str]) -> dict[str, str]:
 
 def unhooked(env: Mapping[str, str]) -> dict[str, str]:
     """`env` as a user's run has it: every process indexes lmms-eval's tasks itself and imports what it imports."""
-    return {k: v for k, v in env.items() if k not in (INDEX_CACHE_ENV, DEFER_IMPORTS_ENV)}
+    return {k: v for k, v in env.items() if k not in _PARTS}
+
+
+def start_preload(folder: Path, env: Mapping[str, str], modules: tuple[str, ...] | None = None) -> subprocess.Popen:
+    """Start the preload server of a test run in `folder` (its socket `folder/socket`, its output `folder/log`),
+    with the hooked `env` a process of the run has, importing `modules` (default: the suite's list): set
+    `PRELOAD_ENV` to the socket for the processes that should ask it. It listens once its imports are done; a
+    process that starts before then starts as usual."""
+    arguments = repr(str(folder / "socket")) + ("" if modules is None else f", {tuple(modules)!r}")
+    folder.mkdir(parents=True, exist_ok=True)
+    server_env = hooked({k: v for k, v in env.items() if k != PRELOAD_ENV})
+    with open(folder / "log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-c", f"import lmms_tasks_test_preload as p; p.serve({arguments})"],
+            env=server_env,
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def stop_preload(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()

@@ -214,6 +214,10 @@ def _chain():
         sys.path[:] = saved
 
 
+if os.environ.get("LMMS_TASKS_TEST_PRELOAD"):
+    import lmms_tasks_test_preload
+
+    lmms_tasks_test_preload.hand_over(os.environ["LMMS_TASKS_TEST_PRELOAD"])
 if os.environ.get(DEFER_ENV):
     _defer({name.strip() for name in os.environ[DEFER_ENV].split(",") if name.strip()})
 if os.environ.get(ENV):

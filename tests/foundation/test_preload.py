@@ -1,0 +1,216 @@
+"""The suite's preload server (utils/testing/startup_site/lmms_tasks_test_preload.py): a hooked process runs its
+command line in a fork of the server's imports only where nothing that decides them differs, and is then, seen
+from outside, the process it would have been: the same output, exit status, files and signals. Each case runs the
+same command twice, once asking a server that preloads a small stand-in package and once as usual, and compares;
+the ops log says whether the fork ran it (`preload hit`) or the server refused (`preload refused <why>`)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lmms_tasks.utils.testing.oplog import OPS_LOG_ENV
+from lmms_tasks.utils.testing.startup_hook import PRELOAD_ENV, hooked, start_preload, stop_preload
+
+PACKAGE = """
+import ctypes
+import importlib.util
+import os
+
+# an OpenMP runtime, which reads OMP_* when it loads (torch's own copy, as torch loads it)
+ctypes.CDLL(os.path.join(importlib.util.find_spec("torch").submodule_search_locations[0], "lib", "libgomp.so.1"))
+
+SETTING = os.environ.get("PRELOADED_FAKE_SETTING", "default")  # read while preloading: must be the same
+os.environ.setdefault("PRELOADED_FAKE_DIR", "/tmp/fake-dir")  # set by the import, as torch sets TORCHINDUCTOR_CACHE_DIR
+"""
+SHOW = "import sys; print('preloaded' if 'preloaded_fake' in sys.modules else 'started as usual')"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("preload")
+    lib = root / "lib"
+    (lib / "preloaded_fake").mkdir(parents=True)
+    (lib / "preloaded_fake" / "__init__.py").write_text(PACKAGE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "OMP_"))}
+    env["PYTHONPATH"] = str(lib)
+    proc = start_preload(root / "server", env, modules=("preloaded_fake",))
+    socket = root / "server" / "socket"
+    deadline = time.monotonic() + 300  # a bound no correct start reaches: it imports one small module
+    while not socket.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (root / "server" / "log").read_text()
+        time.sleep(0.05)
+    yield env, socket
+    stop_preload(proc)
+
+
+def run(server, tmp_path: Path, args: list[str], *, preload: bool = True, extra: dict[str, str] | None = None, **kwargs):
+    """Run `python ARGS` in a fresh folder under `tmp_path`, asking the server (or not): (process, ops-log lines)."""
+    env, socket = server
+    work = tmp_path / ("preloaded" if preload else "usual")
+    work.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / f"ops-{'preloaded' if preload else 'usual'}.log"
+    log.unlink(missing_ok=True)
+    full = hooked({**env, PRELOAD_ENV: str(socket) if preload else "", OPS_LOG_ENV: str(log), **(extra or {})})
+    kwargs.setdefault("capture_output", True)
+    proc = subprocess.run([sys.executable, *args], env=full, cwd=work, text=True, timeout=600, **kwargs)
+    lines = [line.split("\t")[1] for line in log.read_text().splitlines() if line.startswith("preload\t")] if log.exists() else []
+    return proc, lines
+
+
+PROGRAMS = {
+    "status and both streams": ["-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+    "exit with a message": ["-c", "import sys; sys.exit('bye')"],
+    "an uncaught exception": ["-c", "def f():\n    raise ValueError('boom')\nf()"],
+    "KeyboardInterrupt": ["-c", "raise KeyboardInterrupt"],
+    "killed by its own signal": ["-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+    "argv, cwd, sys.path[0], environment": ["-c", "import os, sys; print(sys.argv, repr(sys.path[0]), os.listdir(os.getcwd()), os.environ['X_ARG'])", "a", "b"],
+    "the preload's own setting and variable": ["-c", "import os, preloaded_fake; print(preloaded_fake.SETTING, os.environ['PRELOADED_FAKE_DIR'])"],
+    "stdin": ["-c", "import sys; print(sys.stdin.read().upper())"],
+    "threads, atexit, an unclosed file": [
+        "-c",
+        "import atexit, threading\nf = open('kept.txt', 'w'); f.write('kept')\nmain_done = threading.Event()\n"
+        "threading.Thread(target=lambda: (main_done.wait(), print('thread', flush=True))).start()\natexit.register(print, 'atexit')\n"
+        "print('main', flush=True)\nmain_done.set()",
+    ],
+    "a module (-m)": ["-m", "prog_mod", "x"],
+    "a script": ["prog.py", "y"],
+    "stdout closed by the program": ["-c", "import sys; print('once'); sys.stdout.close()"],
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_a_preloaded_run_is_the_process_it_would_have_been(name: str, server, tmp_path: Path) -> None:
+    outcomes = {}
+    for preload in (True, False):
+        work = tmp_path / ("preloaded" if preload else "usual")
+        work.mkdir()
+        (work / "prog_mod.py").write_text("import sys; print(__name__, sys.argv[1:], sys.path[0] == __import__('os').getcwd())\n")
+        (work / "prog.py").write_text("import os, sys; print(__name__, os.path.basename(__file__), sys.argv, sys.path[0] == os.getcwd())\n")
+        proc, lines = run(server, tmp_path, PROGRAMS[name], preload=preload, extra={"X_ARG": "given"}, input="some input")
+        kept = (work / "kept.txt").read_text() if (work / "kept.txt").exists() else None
+        outcomes[preload] = (proc.returncode, proc.stdout, proc.stderr, kept)
+        assert lines == (["hit"] if preload else []), lines
+    assert outcomes[True] == outcomes[False]
+
+
+def test_the_outcomes_compared_are_the_expected_ones(server, tmp_path: Path) -> None:
+    """The comparisons above are between real outcomes: a few, as a cold interpreter gives them."""
+    for name, status, out in (
+        ("status and both streams", 3, "out\n"),
+        ("KeyboardInterrupt", -signal.SIGINT, ""),
+        ("killed by its own signal", -signal.SIGTERM, ""),
+        ("threads, atexit, an unclosed file", 0, "main\nthread\natexit\n"),
+        ("the preload's own setting and variable", 0, "default /tmp/fake-dir\n"),
+    ):
+        proc, lines = run(server, tmp_path / name.replace(" ", "-"), PROGRAMS[name], extra={"X_ARG": "given"})
+        assert (proc.returncode, proc.stdout, lines) == (status, out, ["hit"]), name
+
+
+def _lower_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 200), hard))
+
+
+REFUSALS = [
+    ("a variable the preload read", {"PRELOADED_FAKE_SETTING": "other"}, {}, "environment variable PRELOADED_FAKE_SETTING"),
+    ("a variable C code reads when a library loads", {"OMP_NUM_THREADS": "1"}, {}, "environment variable OMP_NUM_THREADS"),
+    ("a variable the preload sets, set otherwise", {"PRELOADED_FAKE_DIR": "/elsewhere"}, {}, "environment variable PRELOADED_FAKE_DIR"),
+    ("a preloaded module shadowed on the path", {"PYTHONPATH": "{shadow}{sep}{lib}"}, {}, "module preloaded_fake resolves elsewhere"),
+    ("another sitecustomize on the path", {"PYTHONPATH": "{custom}{sep}{lib}"}, {}, "another sitecustomize"),
+    ("other resource limits", {}, {"preexec_fn": _lower_nofile}, "different limits"),
+]
+
+
+@pytest.mark.parametrize(("name", "extra", "kwargs", "reason"), REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_whatever_could_change_an_import_starts_the_process_as_usual(name, extra, kwargs, reason, server, tmp_path: Path) -> None:
+    shadow, custom = tmp_path / "shadow", tmp_path / "custom"
+    (shadow / "preloaded_fake").mkdir(parents=True)
+    (shadow / "preloaded_fake" / "__init__.py").write_text("SETTING = 'shadow'\n")
+    custom.mkdir()
+    (custom / "sitecustomize.py").write_text("print('chained')\n")
+    lib = server[0]["PYTHONPATH"]
+    extra = {k: v.format(shadow=shadow, custom=custom, lib=lib, sep=os.pathsep) for k, v in extra.items()}
+    program = SHOW + "; import preloaded_fake, os; print(preloaded_fake.SETTING, os.environ.get('PRELOADED_FAKE_DIR'))"
+    proc, lines = run(server, tmp_path, ["-c", program], extra=extra, **kwargs)
+    usual, _ = run(server, tmp_path, ["-c", program], preload=False, extra=extra, **kwargs)
+    assert lines == [f"refused {reason}"]
+    assert proc.returncode == 0 and proc.stdout == usual.stdout and "started as usual" in proc.stdout, proc.stderr
+
+
+def test_an_interpreter_option_or_an_inherited_descriptor_starts_as_usual(server, tmp_path: Path) -> None:
+    proc, lines = run(server, tmp_path, ["-u", "-c", SHOW])
+    assert (proc.stdout, lines) == ("started as usual\n", ["refused interpreter options"])
+    read, write = os.pipe()
+    try:
+        proc, lines = run(server, tmp_path, ["-c", SHOW], pass_fds=(write,))
+    finally:
+        os.close(read)
+        os.close(write)
+    assert (proc.stdout, lines) == ("started as usual\n", [])  # not even asked: the fork could not hold that descriptor
+    proc, lines = run(server, tmp_path, ["-c", SHOW])
+    assert (proc.stdout, lines) == ("preloaded\n", ["hit"])
+
+
+WAITING = """
+import os, signal, sys, time
+def stop(signum, frame):
+    print('got', signal.Signals(signum).name, flush=True)
+    sys.exit(7)
+signal.signal(signal.SIGTERM, stop)
+open('pid', 'w').write(str(os.getpid()))
+print('ready', flush=True)
+time.sleep(600)
+"""
+
+
+def _start(server, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    env, socket = server
+    work = tmp_path / "work"
+    work.mkdir()
+    full = hooked({**env, PRELOAD_ENV: str(socket), OPS_LOG_ENV: str(tmp_path / "ops.log")})
+    proc = subprocess.Popen([sys.executable, "-c", WAITING], env=full, cwd=work, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    assert (tmp_path / "ops.log").read_text().split("\t")[1] == "hit"
+    return proc, work
+
+
+def test_a_signal_to_the_process_reaches_the_command(server, tmp_path: Path) -> None:
+    proc, work = _start(server, tmp_path)
+    assert int((work / "pid").read_text()) != proc.pid  # the command runs in the fork
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=600)
+    assert (proc.returncode, out) == (7, "got SIGTERM\n")
+
+
+def test_a_killed_process_takes_its_command_with_it(server, tmp_path: Path) -> None:
+    proc, work = _start(server, tmp_path)
+    fork = int((work / "pid").read_text())
+    proc.kill()
+    proc.wait(timeout=600)
+    deadline = time.monotonic() + 120  # a bound no correct run reaches: the fork is killed as soon as its stand-in dies
+    while Path(f"/proc/{fork}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{fork}").exists()
+
+
+def test_the_suites_own_processes_start_in_its_preload(tmp_path: Path) -> None:
+    """The suite's server (tests/conftest.py) accepts a process of the suite: were its environment refused, every
+    lmms-eval run would silently pay its imports again."""
+    socket = os.environ.get(PRELOAD_ENV)
+    if not socket:
+        pytest.skip(f"{PRELOAD_ENV} is set and empty: the preload is off for this run")
+    deadline = time.monotonic() + 600  # a bound no correct start reaches: the server imports torch and the rest once
+    while not Path(socket).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = tmp_path / "ops.log"
+    env = hooked({**os.environ, OPS_LOG_ENV: str(log)})
+    proc = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, log.read_text().split("\t")[1]) == (0, "True\n", "hit"), proc.stderr
