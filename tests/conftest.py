@@ -45,8 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
     the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each. And those
     processes run Hugging Face `evaluate`, which lmms-eval imports at start-up and our tasks never use, only if
     something reads it (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the same module), and those of their imports that are the
-    same in every one of them are made once, by the run's preload server (`LMMS_TASKS_TEST_PRELOAD`, the same
-    module), stopped when the run ends."""
+    same in every one of them are made once, by the run's preload servers (`LMMS_TASKS_TEST_PRELOAD`, the same
+    module: one per kind of process, the first started here), stopped when the run ends."""
     if hasattr(config, "workerinput"):
         return
     if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
@@ -64,16 +64,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(DEFER_IMPORTS_ENV, DEFERRED)  # set and empty: off (every process imports as a user's does)
     if PRELOAD_ENV not in os.environ:  # set and empty: off (every process makes its own imports)
         folder = Path(tempfile.mkdtemp(prefix="lmms_tasks-preload-"))
-        setattr(config, _OWN_PRELOAD, (folder, start_preload(folder, os.environ)))
-        os.environ[PRELOAD_ENV] = str(folder / "socket")
+        setattr(config, _OWN_PRELOAD, folder)
+        start_preload(folder, os.environ)
+        os.environ[PRELOAD_ENV] = str(folder)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
     preload = getattr(session.config, _OWN_PRELOAD, None)
     if preload is not None:
-        stop_preload(preload[1])
-        shutil.rmtree(preload[0], ignore_errors=True)
+        stop_preload(preload)
+        shutil.rmtree(preload, ignore_errors=True)
     for own_cache in (_OWN_MEDIA_CACHE, _OWN_INDEX_CACHE):
         folder = getattr(session.config, own_cache, None)
         if folder is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.testing.startup_hook import DEFER_IMPORTS_ENV, INDEX_CACHE_ENV, SITE_DIR, hooked, unhooked
+from lmms_tasks.utils.testing.startup_hook import DEFER_IMPORTS_ENV, INDEX_CACHE_ENV, PRELOAD_ENV, SITE_DIR, hooked, unhooked
 
 FAKE = {
     "lmms_eval/__init__.py": "",
@@ -106,7 +106,8 @@ def fake(tmp_path: Path) -> Path:
 
 
 def _index(fake: Path, cache: Path | None, level: str = "INFO", include: Path | None = None, extra_path: Path | None = None) -> tuple[dict, list[str], str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", INDEX_CACHE_ENV, DEFER_IMPORTS_ENV)}
+    # the hook's other parts alone (the preload has its own tests: tests/foundation/test_preload.py)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", INDEX_CACHE_ENV, DEFER_IMPORTS_ENV, PRELOAD_ENV)}
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (fake, extra_path) if p)
     if cache is not None:
         env = hooked({**env, INDEX_CACHE_ENV: str(cache)})
@@ -170,6 +171,8 @@ def test_hooked_only_where_a_part_is_asked_for() -> None:
     env = hooked({INDEX_CACHE_ENV: "/cache", "PYTHONPATH": os.pathsep.join(["/a", str(SITE_DIR)])})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(SITE_DIR), "/a"]
     assert hooked({DEFER_IMPORTS_ENV: "evaluate"})["PYTHONPATH"] == str(SITE_DIR)
+    assert hooked({PRELOAD_ENV: "/servers"})["PYTHONPATH"] == str(SITE_DIR)
+    assert PRELOAD_ENV not in unhooked({**env, PRELOAD_ENV: "/servers"})
     assert INDEX_CACHE_ENV not in unhooked(env) and DEFER_IMPORTS_ENV not in unhooked({**env, DEFER_IMPORTS_ENV: "evaluate"})
 
 
@@ -219,7 +222,8 @@ def _deferring(tmp_path: Path, names: str | None) -> tuple[dict, str]:
     for name, text in DEFERRABLE.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", INDEX_CACHE_ENV, DEFER_IMPORTS_ENV)}
+    # the hook's other parts alone (the preload has its own tests: tests/foundation/test_preload.py)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", INDEX_CACHE_ENV, DEFER_IMPORTS_ENV, PRELOAD_ENV)}
     env["PYTHONPATH"] = str(root)
     if names is not None:
         env = hooked({**env, DEFER_IMPORTS_ENV: names})

@@ -9,10 +9,10 @@ spend the same CPU on, once per process, for the same result.
 - Modules imported at start-up but never used run only when first used (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the suite
   names `evaluate`: lmms-eval imports it, and with it `transformers.pipelines`, for metrics none of our tasks names).
 - The heavy third-party imports every such process makes the same way (torch, torchvision, numpy, pandas, pyarrow,
-  PIL, scipy: about 5.5 s of CPU each) are made once, by a server the run starts (`start_preload`); a process
-  with `LMMS_TASKS_TEST_PRELOAD` (the server's socket) runs its command line in a fork of them where nothing that
-  decides those imports differs, and starts as usual otherwise (startup_site/lmms_tasks_test_preload.py says
-  what is compared and how the fork stands in for the process).
+  PIL, scipy: about 5.5 s of CPU each) are made once per kind of process, by the run's preload servers
+  (`start_preload`, `stop_preload`); a process with `LMMS_TASKS_TEST_PRELOAD` (the run's folder of servers) runs
+  its command line in a fork of them where nothing that decides those imports differs, and starts as usual
+  otherwise (startup_site/lmms_tasks_test_preload.py says what is compared and how the fork stands in for it).
 
 tests/conftest.py sets the variables for the run; `hooked(env)` (called by `e2e.run_command` for every command it
 runs, and for the pytest runs in exported checkouts) puts `startup_site/` first on the process's PYTHONPATH, whose
@@ -26,8 +26,6 @@ Left out by a test that observes every file the run opens and every module it im
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -54,29 +52,55 @@ def unhooked(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in _PARTS}
 
 
-def start_preload(folder: Path, env: Mapping[str, str], modules: tuple[str, ...] | None = None) -> subprocess.Popen:
-    """Start the preload server of a test run in `folder` (its socket `folder/socket`, its output `folder/log`),
-    with the hooked `env` a process of the run has, importing `modules` (default: the suite's list): set
-    `PRELOAD_ENV` to the socket for the processes that should ask it. It listens once its imports are done; a
-    process that starts before then starts as usual."""
-    arguments = repr(str(folder / "socket")) + ("" if modules is None else f", {tuple(modules)!r}")
+def _preload_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lmms_tasks_test_preload", SITE_DIR / "lmms_tasks_test_preload.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def start_preload(folder: Path, env: Mapping[str, str], modules: tuple[str, ...] | None = None) -> Path:
+    """Make `folder` a run's folder of preload servers (set `PRELOAD_ENV` to it for the processes that should ask
+    them), importing `modules` (default: the suite's list), and start at once the server of the kind a plain
+    `python` with the hooked `env` is (a server of any other kind starts with the second process of that kind).
+    Returns that server's socket, which exists once its imports are done; a process that asks before then starts
+    as usual."""
+    preload = _preload_module()
     folder.mkdir(parents=True, exist_ok=True)
-    server_env = hooked({k: v for k, v in env.items() if k != PRELOAD_ENV})
-    with open(folder / "log", "wb") as log:
-        return subprocess.Popen(
-            [sys.executable, "-c", f"import lmms_tasks_test_preload as p; p.serve({arguments})"],
-            env=server_env,
-            cwd=folder,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    if modules is not None:
+        (folder / "modules").write_text("\n".join(modules) + "\n")
+    full = hooked({k: v for k, v in env.items() if k != PRELOAD_ENV})
+    key = preload.kind([], full)
+    for stage in ("seen", "starting"):
+        (folder / f"{key}.{stage}").touch()
+    preload.start(str(folder), key, [], full)
+    return folder / f"{key}.sock"
 
 
-def stop_preload(server: subprocess.Popen) -> None:
-    server.terminate()
+def stop_preload(folder: Path, timeout: float = 60) -> None:
+    """Stop every server of the run's folder of preload servers (each also stops by itself once the folder is gone)."""
+    import signal
+    import time
+
+    pids = []
+    for pid_file in folder.glob("*.pid"):
+        try:
+            pid = int(pid_file.read_text())
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
+        except (OSError, ValueError):
+            continue
+    deadline = time.monotonic() + timeout
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether the process runs (a server whose starter is gone is nobody's child: once it exits it may stay a
+    zombie until the system reaps it)."""
     try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

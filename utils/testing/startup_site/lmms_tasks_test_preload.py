@@ -1,24 +1,32 @@
-"""The test suite's preloaded start: a Python process started by the suite (`serve`) imports the heavy third-party
-modules every lmms-eval process of the suite imports the same way (torch, torchvision with torch._dynamo, numpy,
-pandas, pyarrow, PIL, scipy: about 5.5 s of CPU in each process), then waits on a Unix socket. A hooked process
-(sitecustomize, with LMMS_TASKS_TEST_PRELOAD naming the socket) asks it, before anything else of its own start-up,
-to run its command line in a fork of those imports, and becomes that fork's stand-in: it passes its standard
-streams, forwards the signals it gets and exits as the fork exits (the same status, or the same signal).
+"""The test suite's preloaded start: a server process (`serve`) imports the heavy third-party modules every
+lmms-eval process of the suite imports the same way (torch, torchvision with torch._dynamo, numpy, pandas, pyarrow,
+PIL, scipy: about 5.5 s of CPU in each process), then waits on a Unix socket. A hooked process (sitecustomize,
+with LMMS_TASKS_TEST_PRELOAD naming the run's folder of servers) asks the server of its kind, before anything else
+of its own start-up, to run its command line in a fork of those imports, and becomes that fork's stand-in: it
+passes its standard streams, forwards the signals it gets and exits as the fork exits (the same status, or the
+same signal).
+
+A kind is what a fork cannot change: the interpreter options, the interpreter's own variables (PYTHON* other than
+PYTHONPATH, LD_*) and the hook's, and, once a server refused a variable that one of its loaded C libraries reads
+when it loads (LIBRARY_VARS: OpenMP's OMP_NUM_THREADS, which torch's launcher sets for each rank, ...), the values
+of those too. The tests' conftest starts the server of the suite's own kind; the second process of any other kind
+starts that kind's server, detached (a server stops when the run's folder is gone or after IDLE_SECONDS unused).
 
 The fork is the process the command line would have been only where nothing that decides an import can differ, so
 the server refuses (and the process starts as usual) unless all of these hold:
-- the same interpreter (sys.executable, sys.prefix), started as `python -m MODULE`, `python SCRIPT` (console
-  scripts) or `python -c CODE` with no interpreter option, by the same user;
+- the same interpreter (sys.executable, sys.prefix) with the same options, started as `python -m MODULE`,
+  `python SCRIPT` (console scripts) or `python -c CODE`, by the same user;
 - the same value of every environment variable the preloaded imports read from Python (recorded while they ran),
-  and of every variable C code reads when those libraries load (OpenMP, MKL, OpenBLAS, torch's C++, glibc, the
-  locale, the interpreter's PYTHON* options other than PYTHONPATH), and of the suite's start-up hook variables;
+  and of every variable read by the C libraries they loaded (from /proc/self/maps), and of the hook's variables;
 - the same import system (meta path finders and path hooks) and, for every top-level module already imported,
-  the same file found on the process's own sys.path (its first entry included, as the interpreter computes it);
+  the same file found on the process's own sys.path (its first entry included, as the interpreter computes it),
+  and no other sitecustomize after this directory's;
 - no open file descriptor other than the three standard streams, none of them a terminal; the same resource limits
   and blocked signals.
-What differs and is handed over: the command line, the environment, the working directory, sys.path, the umask and
-which of SIGINT/SIGTERM/SIGHUP/SIGQUIT the process ignores. The fork then ends as an interpreter does (atexit,
-thread shutdown, the exit status of SystemExit, a traceback and status 1, death by SIGINT on KeyboardInterrupt).
+What differs and is handed over: the command line, the environment (with what the imports set in it, as torch's
+TORCHINDUCTOR_CACHE_DIR), the working directory, sys.path, the umask and which of SIGINT/SIGTERM/SIGHUP/SIGQUIT the
+process ignores. The fork then ends as an interpreter does (non-daemon threads, atexit, files still open for
+writing flushed, the exit status of SystemExit, a traceback and status 1, death by SIGINT on KeyboardInterrupt).
 If the stand-in dies (SIGKILL by a test's timeout), the fork is killed.
 
 Standard library only, as sitecustomize.
@@ -31,7 +39,8 @@ import socket
 import struct
 import sys
 
-ENV = "LMMS_TASKS_TEST_PRELOAD"
+ENV = "LMMS_TASKS_TEST_PRELOAD"  # the run's folder of servers
+IDLE_SECONDS = 900
 PRELOAD = ("torch", "torchvision", "numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "scipy.stats", "aiohttp", "requests", "pydantic", "yaml", "tenacity")
 # the variables C code reads when a shared library loads, by library (a part of the file name in /proc/self/maps):
 # the preload records what Python code reads, not these
@@ -110,7 +119,8 @@ def _oplog(detail):
     if path:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"preload\t{' '.join(detail.split())[:200]}\t{os.getpid()}\t0.0\n".encode())
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]  # the test that started the process
+            os.write(fd, f"preload\t{' '.join(detail.split())[:200]}\t{os.getpid()}\t0.0\t0.0\t{test}\n".encode())
         finally:
             os.close(fd)
 
@@ -123,9 +133,9 @@ def _log_usage(started):
 
     path = os.environ.get("LMMS_TASKS_TEST_OPS_LOG")
     if path:
-        while True:
+        while True:  # the finished ones (a fork still running is its stand-in's; it ends with it)
             try:
-                if os.waitpid(-1, 0)[0] == 0:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
                     break
             except ChildProcessError:
                 break
@@ -153,19 +163,46 @@ def _extra_fds():
     return extra
 
 
-def hand_over(path):
-    """Run this process's command line in a fork of the preloaded server and exit as it exits; return (having done
-    nothing) where the server is absent or refuses."""
+def hand_over(folder):
+    """Run this process's command line in a fork of the server of its kind in `folder` and exit as it exits; return
+    (having done nothing) where there is none yet or it refuses. The second process of a kind starts its server
+    (a kind seen once may never come again: a server costs the imports it saves)."""
+    command = _command(sys.orig_argv)
     try:
-        if _extra_fds() or any(os.isatty(fd) for fd in (0, 1, 2)):
+        if command is None or _extra_fds() or any(os.isatty(fd) for fd in (0, 1, 2)):
             return
         for fd in (0, 1, 2):
             os.fstat(fd)
     except OSError:
         return
+    if _where("sitecustomize", _beyond_here([_first_path_entry(command[1], command[2], os.getcwd()) or os.getcwd(), *sys.path])) is not None:
+        _oplog("refused another sitecustomize")  # it runs in this process only: a fork would not run it
+        return
+    key = kind(command[0], os.environ)
+    reply = _ask(folder, key, command[0])
+    if reply is not None and "prefixes" in reply:  # a variable C code reads at load differs: that value's own server
+        finer = kind(command[0], os.environ, reply["prefixes"])
+        reply = _ask(folder, finer, command[0]) if finer != key else reply
+    if reply is None:
+        return
+    if "refused" in reply:
+        _oplog(f"refused {reply['refused']}")
+        return
+    _oplog("hit")
+    _stand_in(reply["pid"], reply["sock"])
+
+
+def _ask(folder, key, options):
+    """The reply of the server of kind `key` (its `sock` kept open where it runs the command line), or None where
+    there is none yet."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
+        sock.connect(os.path.join(folder, f"{key}.sock"))
+    except OSError:
+        sock.close()
+        _first_of_kind(folder, key, options)
+        return None
+    try:
         request = {
             **_process_state(),
             "orig_argv": sys.orig_argv,
@@ -181,13 +218,15 @@ def hand_over(path):
         reply, _ = _recv(sock)
     except (OSError, EOFError, ValueError):
         sock.close()
-        return
+        return None
     if "refused" in reply:
         sock.close()
-        _oplog(f"refused {reply['refused']}")
-        return
-    _oplog("hit")
-    pid = reply["pid"]
+        return reply
+    return {**reply, "sock": sock}
+
+
+def _stand_in(pid, sock):
+    """Be the command line's process: forward signals to its fork, exit as it exits."""
 
     def forward(signum, frame):
         try:
@@ -209,6 +248,38 @@ def hand_over(path):
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def _first_of_kind(folder, key, options):
+    for stage, outcome in (("seen", "first of its kind"), ("starting", "starting its server")):
+        try:
+            os.close(os.open(os.path.join(folder, f"{key}.{stage}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        except OSError:
+            return
+        if stage == "starting":
+            start(folder, key, options, os.environ)
+        _oplog(f"no server: {outcome}")
+        return
+    _oplog("no server: being started")
+
+
+def start(folder, key, options, env):
+    """Start the server of kind `key` in `folder`, detached, with the interpreter options and environment of the
+    processes of that kind."""
+    import subprocess
+
+    with open(os.path.join(folder, f"{key}.log"), "ab") as log:
+        subprocess.Popen(
+            [sys.executable, *options, "-c", f"import lmms_tasks_test_preload as p; p.serve({folder!r}, {key!r})"],
+            env={k: v for k, v in env.items() if k != ENV},
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 # --- the server ---------------------------------------------------------------------------------------------------
@@ -248,12 +319,28 @@ def _first_path_entry(mode, target, cwd):
 
 
 def _command(orig_argv):
-    rest = orig_argv[1:]
-    if len(rest) >= 2 and rest[0] in ("-m", "-c"):
-        return rest[0], rest[1]
-    if rest and not rest[0].startswith("-"):
-        return "script", rest[0]
+    """(interpreter options, mode, target) of a command line: mode `-m`, `-c` or `script`; None if it is none."""
+    rest, options, i = orig_argv[1:], [], 0
+    while i < len(rest) and rest[i].startswith("-") and rest[i] not in ("-m", "-c", "-"):
+        step = 2 if rest[i] in ("-X", "-W") else 1
+        options.extend(rest[i : i + step])
+        i += step
+    if i + 1 < len(rest) and rest[i] in ("-m", "-c"):
+        return options, rest[i], rest[i + 1]
+    if i < len(rest) and rest[i] != "-":
+        return options, "script", rest[i]
     return None
+
+
+def kind(options, env, prefixes=()):
+    """Which server a process asks: one per interpreter options and values of the interpreter's and the hook's
+    variables; where that server refuses a variable its C libraries read when they load (`prefixes`, which its
+    refusal names), one per value of those too. Those decide what a fork holds and cannot differ from it."""
+    import hashlib
+
+    names = tuple(INTERPRETER_VARS) + tuple(prefixes)
+    items = sorted((k, v) for k, v in env.items() if (k.startswith(names) or k in HOOK_VARS) and k not in ("PYTHONPATH", ENV))
+    return hashlib.sha256(json.dumps([list(options), items]).encode()).hexdigest()[:16]
 
 
 def _where(name, path):
@@ -270,7 +357,7 @@ def _refusal(request, server):
         if request[key] != server["state"][key]:
             return f"different {key}"
     command = _command(request["orig_argv"])
-    if command is None:
+    if command is None or command[0] != server["options"]:
         return "interpreter options"
     env, own = request["env"], server["env"]
     if "*" in server["read"]:
@@ -281,8 +368,10 @@ def _refusal(request, server):
     for name in sorted(names):
         # a variable the preload sets may already hold what it sets (a parent that made the same imports)
         if env.get(name) != own.get(name) and not (name in server["changed"] and env.get(name) == server["changed"][name]):
+            if name.startswith(tuple(server["prefixes"])):
+                return f"environment variable {name}", server["prefixes"]
             return f"environment variable {name}"
-    path = [_first_path_entry(command[0], command[1], request["cwd"]) or request["cwd"], *request["path"]]
+    path = [_first_path_entry(command[1], command[2], request["cwd"]) or request["cwd"], *request["path"]]
     for name, where in server["modules"].items():
         if _where(name, path) != where:
             return f"module {name} resolves elsewhere"
@@ -297,18 +386,27 @@ def _beyond_here(path):
     return [p for p in path if os.path.abspath(p) != here]
 
 
-def serve(path, modules=PRELOAD):
-    """Import `modules`, then serve the hooked processes on the Unix socket `path` until terminated."""
+def serve(folder, key):
+    """Import the folder's modules (its `modules` file, one per line; PRELOAD without one), then serve the hooked
+    processes of kind `key` on the Unix socket `<folder>/<key>.sock` until terminated, or until the folder is gone
+    or nobody asked for IDLE_SECONDS (a run that ended without stopping it)."""
     import gc
     import importlib
     import select
     import time
 
     state = json.loads(json.dumps(_process_state()))  # as a hooked process has it when it asks: before any import
+    with open(os.path.join(folder, f"{key}.pid"), "w") as fh:
+        fh.write(str(os.getpid()))
     started = time.monotonic()
     own_env = dict(os.environ)
     read = set()
     restore = _record_env_reads(read)
+    try:
+        with open(os.path.join(folder, "modules")) as fh:
+            modules = fh.read().split()
+    except FileNotFoundError:
+        modules = PRELOAD
     try:
         for name in modules:
             importlib.import_module(name)
@@ -331,19 +429,29 @@ def serve(path, modules=PRELOAD):
     for part, names in LIBRARY_VARS.items():
         if any(part in library for library in loaded):
             prefixes.update(names)
-    server = {"state": state, "startup": startup, "prefixes": sorted(prefixes), "env": own_env, "read": sorted(read), "changed": changed, "modules": imported}
+    options = _command(sys.orig_argv)[0]
+    server = {"state": state, "options": options, "startup": startup, "prefixes": sorted(prefixes), "env": own_env, "read": sorted(read), "changed": changed, "modules": imported}
     gc.collect()
     gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    path = os.path.join(folder, f"{key}.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
+    listener.settimeout(5)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    me = os.getpid()
+    me, last = os.getpid(), time.monotonic()
     try:
         while True:
-            conn, _ = listener.accept()
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                if not os.path.isdir(folder) or time.monotonic() - last > IDLE_SECONDS:
+                    return
+                continue
+            conn.setblocking(True)
+            last = time.monotonic()
             while True:
                 try:
                     if os.waitpid(-1, os.WNOHANG)[0] == 0:
@@ -372,7 +480,8 @@ def _handle(conn, server, select):
         request, fds = _recv(conn, with_fds=3)
         reason = "no standard streams" if len(fds) != 3 else _refusal(request, server)
         if reason:
-            _send(conn, {"refused": reason})
+            reason, prefixes = reason if isinstance(reason, tuple) else (reason, None)
+            _send(conn, {"refused": reason, **({"prefixes": prefixes} if prefixes else {})})
             os._exit(0)
         pid = os.fork()
         if pid == 0:
@@ -404,7 +513,7 @@ def _run(request, changed):
     import runpy
     import types
 
-    mode, target = _command(request["orig_argv"])
+    _, mode, target = _command(request["orig_argv"])
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -20,6 +20,10 @@ library's `importlib.util.LazyLoader` runs the module on any attribute, and `ins
 import calls, reads `__file__` of every module); anything else runs the module's code first, once, exactly as the
 import would have. Nothing else changes: the import finds the same file, and a module no one reads is never run.
 
+LMMS_TASKS_TEST_PRELOAD (a folder): before both, the process asks the run's preload server of its kind to run its
+command line in a fork of the heavy imports, and stands in for that fork (lmms_tasks_test_preload.py, beside this
+module); where there is none or it refuses, the process goes on as usual.
+
 This directory is not a package. Python imports one `sitecustomize`: the next one on sys.path (a test's own
 start-up code) is imported after this one.
 """
