@@ -395,6 +395,11 @@ def serve(folder, key):
     import select
     import time
 
+    try:  # a fork is watched through a pidfd (Linux 5.3): without one, no process is ever handed over
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:
+        print(f"preload server not started: {exc!r}", file=sys.stderr)
+        return
     state = json.loads(json.dumps(_process_state()))  # as a hooked process has it when it asks: before any import
     with open(os.path.join(folder, f"{key}.pid"), "w") as fh:
         fh.write(str(os.getpid()))
