@@ -240,12 +240,18 @@ def test_the_suites_own_processes_start_in_its_preload(tmp_path: Path) -> None:
     """The suite's server (tests/conftest.py) accepts a process of the suite: were its environment refused, every
     lmms-eval run would silently pay its imports again."""
     folder = os.environ.get(PRELOAD_ENV)
-    if not folder:
-        pytest.skip(f"{PRELOAD_ENV} is set and empty: the preload is off for this run")
-    deadline = time.monotonic() + 600  # a bound no correct start reaches: the server imports torch and the rest once
-    while not any(Path(folder).glob("*.sock")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    log = tmp_path / "ops.log"
-    env = hooked({**os.environ, OPS_LOG_ENV: str(log)})
-    proc = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    own = not folder  # set and empty, the preload is off for this run: the test starts the suite's server itself
+    if own:
+        folder = str(tmp_path / "servers")
+        start_preload(Path(folder), os.environ)
+    try:
+        deadline = time.monotonic() + 600  # a bound no correct start reaches: the server imports torch and the rest once
+        while not any(Path(folder).glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        log = tmp_path / "ops.log"
+        env = hooked({**os.environ, PRELOAD_ENV: folder, OPS_LOG_ENV: str(log)})
+        proc = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    finally:
+        if own:
+            stop_preload(Path(folder))
     assert (proc.returncode, proc.stdout, log.read_text().split("\t")[1]) == (0, "True\n", "hit"), proc.stderr
