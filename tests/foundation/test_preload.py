@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.testing.oplog import OPS_LOG_ENV
-from lmms_tasks.utils.testing.startup_hook import PRELOAD_ENV, _running, hooked, start_preload, stop_preload
+from lmms_tasks.utils.testing.startup_hook import PRELOAD_ENV, hooked, running, start_preload, stop_preload
 
 PACKAGE = """
 import ctypes
@@ -231,9 +231,9 @@ def test_a_killed_process_takes_its_command_with_it(server, tmp_path: Path) -> N
     proc.kill()
     proc.wait(timeout=600)
     deadline = time.monotonic() + 120  # a bound no correct run reaches: the fork is killed as soon as its stand-in dies
-    while _running(fork) and time.monotonic() < deadline:
+    while running(fork) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(fork)
+    assert not running(fork)
 
 
 def test_the_suites_own_processes_start_in_its_preload(tmp_path: Path) -> None:

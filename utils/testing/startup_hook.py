@@ -16,8 +16,8 @@ spend the same CPU on, once per process, for the same result.
 
 tests/conftest.py sets the variables for the run; `hooked(env)` (called by `e2e.run_command` for every command it
 runs, and for the pytest runs in exported checkouts) puts `startup_site/` first on the process's PYTHONPATH, whose
-`sitecustomize.py` does both (see that module for why each is exact). Without the variables (a user's run,
-`python -m lmms_tasks demo` outside the tests) nothing changes.
+`sitecustomize.py` does each part asked for (see that module and `lmms_tasks_test_preload.py` beside it for why
+each is exact). Without the variables (a user's run, `python -m lmms_tasks demo` outside the tests) nothing changes.
 
 Left out by a test that observes every file the run opens and every module it imports
 (tests/foundation/test_config_flow.py): `unhooked(env)`.
@@ -93,11 +93,11 @@ def stop_preload(folder: Path, timeout: float = 60) -> None:
         except (OSError, ValueError):
             continue
     deadline = time.monotonic() + timeout
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     """Whether the process runs (a server whose starter is gone is nobody's child: once it exits it may stay a
     zombie until the system reaps it)."""
     try:
