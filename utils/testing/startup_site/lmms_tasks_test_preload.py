@@ -114,15 +114,20 @@ def _recv(sock, with_fds=0):
     return json.loads(_recv_exact(sock, size)), fds
 
 
-def _oplog(detail):
+def _append_ops_line(fields):
+    """One line of the test suite's ops log (utils/testing/oplog.py), written in one append, if one is asked for."""
     path = os.environ.get("LMMS_TASKS_TEST_OPS_LOG")
     if path:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]  # the test that started the process
-            os.write(fd, f"preload\t{' '.join(detail.split())[:200]}\t{os.getpid()}\t0.0\t0.0\t{test}\n".encode())
+            os.write(fd, ("\t".join(fields) + "\n").encode())
         finally:
             os.close(fd)
+
+
+def _oplog(detail):
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]  # the test that started the process
+    _append_ops_line(["preload", " ".join(detail.split())[:200], str(os.getpid()), "0.0", "0.0", test])
 
 
 def _log_usage(started):
@@ -131,20 +136,14 @@ def _log_usage(started):
     import resource
     import time
 
-    path = os.environ.get("LMMS_TASKS_TEST_OPS_LOG")
-    if path:
-        while True:  # the finished ones (a fork still running is its stand-in's; it ends with it)
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
-        cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    while True:  # the finished ones (a fork still running is its stand-in's; it ends with it)
         try:
-            os.write(fd, f"preload-server\t\t{os.getpid()}\t{time.monotonic() - started:.1f}\t{cpu:.1f}\n".encode())
-        finally:
-            os.close(fd)
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    _append_ops_line(["preload-server", "", str(os.getpid()), f"{time.monotonic() - started:.1f}", f"{cpu:.1f}"])
 
 
 # --- the hooked process -------------------------------------------------------------------------------------------
@@ -175,7 +174,7 @@ def hand_over(folder):
             os.fstat(fd)
     except OSError:
         return
-    if _where("sitecustomize", _beyond_here([_first_path_entry(command[1], command[2], os.getcwd()) or os.getcwd(), *sys.path])) is not None:
+    if _where("sitecustomize", _beyond_here(_search_path(command, os.getcwd(), sys.path))) is not None:
         _oplog("refused another sitecustomize")  # it runs in this process only: a fork would not run it
         return
     key = kind(command[0], os.environ)
@@ -306,8 +305,11 @@ def _record_env_reads(read):
         read.add(ITERATORS[reader] + "*" if reader in ITERATORS else "*")
         return iterate(self)
 
+    def restore():
+        environ_type.__getitem__, environ_type.__contains__, environ_type.__iter__ = getitem, contains, iterate
+
     environ_type.__getitem__, environ_type.__contains__, environ_type.__iter__ = recording_getitem, recording_contains, recording_iter
-    return lambda: setattr(environ_type, "__getitem__", getitem) or setattr(environ_type, "__contains__", contains) or setattr(environ_type, "__iter__", iterate)
+    return restore
 
 
 def _first_path_entry(mode, target, cwd):
@@ -316,6 +318,11 @@ def _first_path_entry(mode, target, cwd):
     if mode == "-c":
         return ""
     return os.path.dirname(os.path.realpath(os.path.join(cwd, target)))
+
+
+def _search_path(command, cwd, path):
+    """The process's sys.path as its imports will search it, from any working directory (`""` is its own)."""
+    return [_first_path_entry(command[1], command[2], cwd) or cwd, *path]
 
 
 def _command(orig_argv):
@@ -371,7 +378,7 @@ def _refusal(request, server):
             if name.startswith(tuple(server["prefixes"])):
                 return f"environment variable {name}", server["prefixes"]
             return f"environment variable {name}"
-    path = [_first_path_entry(command[1], command[2], request["cwd"]) or request["cwd"], *request["path"]]
+    path = _search_path(command, request["cwd"], request["path"])
     for name, where in server["modules"].items():
         if _where(name, path) != where:
             return f"module {name} resolves elsewhere"
