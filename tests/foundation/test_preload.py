@@ -16,8 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils.testing.e2e import console_script, offline_env
 from lmms_tasks.utils.testing.oplog import OPS_LOG_ENV
-from lmms_tasks.utils.testing.startup_hook import PRELOAD_ENV, hooked, running, start_preload, stop_preload
+from lmms_tasks.utils.testing.startup_hook import (
+    PRELOAD_ENV,
+    hooked,
+    inherited_environment,
+    running,
+    server_socket,
+    start_preload,
+    start_suite_preload,
+    stop_preload,
+)
 
 PACKAGE = """
 import ctypes
@@ -255,3 +265,161 @@ def test_the_suites_own_processes_start_in_its_preload(tmp_path: Path) -> None:
         if own:
             stop_preload(Path(folder))
     assert (proc.returncode, proc.stdout, log.read_text().split("\t")[1]) == (0, "True\n", "hit"), proc.stderr
+
+
+# --- the lmms-eval tier: a second server per kind for the command lines of one package ----------------------------
+
+TIERED = {
+    "__init__.py": "",
+    "heavy.py": "import os\nSETTING = os.environ.get('TIERED_FAKE_SETTING', 'default')  # read while preloading the tier\n",
+    "__main__.py": "import sys\nfrom tiered_fake.cli import main\nsys.exit(main())\n",
+    "cli.py": "import sys\n\n\ndef main():\n    import tiered_fake.heavy as heavy\n    print(__name__, heavy.SETTING, sys.argv[1:])\n    return 4\n",
+    "show.py": "import sys\nprint('tiered_fake.heavy' in sys.modules, 'preloaded_fake' in sys.modules)\n",
+}
+CONSOLE_SCRIPT = "#!{python}\nimport sys\nfrom tiered_fake.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n"
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory: pytest.TempPathFactory):
+    """A server that preloads `preloaded_fake` and fsspec's configuration (which copies the environment and keeps
+    FSSPEC_*) for every process and, for the command lines that run the package `tiered_fake`, its `heavy` too."""
+    root = tmp_path_factory.mktemp("tiered")
+    lib = root / "lib"
+    for package, files in (("preloaded_fake", {"__init__.py": PACKAGE}), ("tiered_fake", TIERED)):
+        (lib / package).mkdir(parents=True)
+        for name, source in files.items():
+            (lib / package / name).write_text(source)
+    (root / "tiered-fake").write_text(CONSOLE_SCRIPT.format(python=sys.executable))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "TIERED_FAKE_", "UNRELATED_FAKE", "FSSPEC", "OMP_"))}
+    env.update(PYTHONPATH=str(lib), UNRELATED_FAKE="the server's")  # read by nothing but the copy of the environment
+    folder = root / "servers"
+    _wait_for(start_preload(folder, env, modules=("preloaded_fake", "fsspec.config"), tiers={"tiered_fake": ("tiered_fake.heavy",)}))
+    deadline = time.monotonic() + 300  # a bound no correct start reaches: the tier imports one small module more
+    while len(list(folder.glob("*.sock"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield env, folder, root / "tiered-fake"
+    stop_preload(folder)
+
+
+TIER_CASES = [
+    # (name, command line, extra environment, the ops-log lines of the preloaded run, the status and stdout of both)
+    ("a module of the package (-m)", ["-m", "tiered_fake", "x"], {}, ["hit tiered_fake"], (4, "tiered_fake.cli default ['x']\n")),
+    ("the package's console script", ["{script}", "y"], {}, ["hit tiered_fake"], (4, "tiered_fake.cli default ['y']\n")),
+    (
+        "a variable the tier read, set otherwise",
+        ["-m", "tiered_fake"],
+        {"TIERED_FAKE_SETTING": "other"},
+        ["tiered_fake refused environment variable TIERED_FAKE_SETTING", "hit"],
+        (4, "tiered_fake.cli other []\n"),
+    ),
+    (
+        "a variable the first server read, set otherwise",
+        ["-m", "tiered_fake"],
+        {"PRELOADED_FAKE_SETTING": "other"},
+        ["tiered_fake refused environment variable PRELOADED_FAKE_SETTING", "refused environment variable PRELOADED_FAKE_SETTING"],
+        (4, "tiered_fake.cli default []\n"),
+    ),
+    ("another command line", ["-m", "prog_mod"], {}, ["hit"], (0, "[]\n")),
+    ("a variable of the prefix the environment was copied for", ["-m", "prog_mod"], {"FSSPEC_FAKE": '{"k": "v"}'}, ["refused environment variable FSSPEC_FAKE"], (0, "[]\n")),
+    ("any other variable, with the environment copied", ["-m", "prog_mod"], {"UNRELATED_FAKE": "another"}, ["hit"], (0, "[]\n")),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "extra", "lines", "outcome"), TIER_CASES, ids=[c[0] for c in TIER_CASES])
+def test_a_packages_command_lines_start_in_its_tier(name, args, extra, lines, outcome, tiered, tmp_path: Path) -> None:
+    env, folder, script = tiered
+    args = [a.format(script=script) for a in args]
+    outcomes = {}
+    for preload in (True, False):
+        work = tmp_path / ("preloaded" if preload else "usual")
+        work.mkdir()
+        (work / "prog_mod.py").write_text("import sys; print(sys.argv[1:])\n")
+        proc, logged = run((env, folder), tmp_path, args, preload=preload, extra=extra)
+        outcomes[preload] = (proc.returncode, proc.stdout, proc.stderr)
+        assert logged == (lines if preload else [])
+    assert outcomes[True] == outcomes[False]
+    assert outcomes[True][:2] == outcome, outcomes[True][2]
+
+
+def test_the_tier_holds_its_modules_and_the_first_server_does_not(tiered, tmp_path: Path) -> None:
+    """The outcomes above compare forks of the tier with cold starts: a tier's fork holds the package's modules, a
+    fork of the first server does not."""
+    env, folder, _ = tiered
+    shown = {}
+    for args in (["-m", "tiered_fake.show"], ["-c", "import runpy; runpy.run_module('tiered_fake.show')"]):
+        proc, lines = run((env, folder), tmp_path / args[0], args)
+        shown[args[0]] = (proc.stdout, lines)
+    assert shown == {"-m": ("True True\n", ["hit tiered_fake"]), "-c": ("False True\n", ["hit"])}
+
+
+def test_a_kinds_first_start_gives_its_servers_environment(tmp_path: Path) -> None:
+    """The suite starts the servers of its two most common kinds; where both are one kind, the first start holds."""
+    lib = tmp_path / "lib"
+    (lib / "preloaded_fake").mkdir(parents=True)
+    (lib / "preloaded_fake" / "__init__.py").write_text(PACKAGE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "OMP_"))}
+    env["PYTHONPATH"] = str(lib)
+    folder = tmp_path / "servers"
+    socket = start_preload(folder, env, modules=("preloaded_fake",))
+    try:
+        _wait_for(socket)
+        assert start_preload(folder, {**env, "PRELOADED_FAKE_SETTING": "other"}, modules=("preloaded_fake",)) == socket
+        outcomes = [run((env, folder), tmp_path / str(i), ["-c", SHOW], extra=extra)[1] for i, extra in enumerate(({}, {"PRELOADED_FAKE_SETTING": "other"}))]
+    finally:
+        stop_preload(folder)
+    deadline = time.monotonic() + 120  # a bound no correct run reaches: the one server is stopped, and waited for
+    while _servers_of(folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _servers_of(folder) == []
+    assert "Traceback" not in "".join(log.read_text() for log in folder.glob("*.log"))  # no second server, whose socket was taken
+    assert outcomes == [["hit"], ["refused environment variable PRELOADED_FAKE_SETTING"]]
+
+
+def _servers_of(folder: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and running(int(entry.name)) and f"serve({str(folder)!r}".encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_environment_children_get_holds_what_c_code_set() -> None:
+    """GNU readline, which pytest loads, exports LINES and COLUMNS with setenv: the workers have them, os.environ
+    here does not show them, and a server started with os.environ would refuse every worker's process that reads them."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.setenv(b"PRELOAD_TEST_C_SET", b"set by C", 1)
+    try:
+        assert "PRELOAD_TEST_C_SET" not in os.environ
+        inherited = inherited_environment()
+    finally:
+        libc.unsetenv(b"PRELOAD_TEST_C_SET")
+    assert inherited["PRELOAD_TEST_C_SET"] == "set by C"
+    assert {k: v for k, v in inherited.items() if k in os.environ} == dict(os.environ)
+
+
+def test_the_suites_lmms_eval_runs_start_in_its_lmms_eval_tier(tmp_path: Path) -> None:
+    """An lmms-eval command line of a test (offline_env, the suite's Hugging Face caches) is taken by the suite's
+    lmms-eval server: were its environment refused, every run would import transformers and lmms-eval again."""
+    folder = os.environ.get(PRELOAD_ENV)
+    own = not folder
+    if own:
+        folder = str(tmp_path / "servers")
+        start_suite_preload(Path(folder))
+    try:
+        env = offline_env("http://127.0.0.1:9", tmp_path)
+        tier = server_socket(Path(folder), env, "lmms_eval")
+        deadline = time.monotonic() + 600  # a bound no correct start reaches: the servers import torch, lmms-eval once
+        while not tier.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        log = tmp_path / "ops.log"
+        command = [console_script(), "--help"]
+        proc = subprocess.run(command, env=hooked({**env, PRELOAD_ENV: folder, OPS_LOG_ENV: str(log)}), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    finally:
+        if own:
+            stop_preload(Path(folder))
+    assert (proc.returncode, log.read_text().split("\t")[1]) == (0, "hit lmms_eval"), proc.stderr

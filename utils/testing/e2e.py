@@ -23,6 +23,10 @@ from lmms_tasks.utils.testing.startup_hook import hooked
 
 STAND_IN_MODEL = "stand-in-vlm"
 STAND_IN_JUDGE = "stand-in-judge"
+# a test run's own Hugging Face caches (tests/conftest.py makes them), shared by all its runs: the Hugging Face
+# libraries read where their caches are when they are imported, so runs that share them can share those imports
+# (utils/testing/startup_site/lmms_tasks_test_preload.py)
+RUN_HF_CACHE_ENV = "LMMS_TASKS_TEST_HF_CACHE"
 
 
 @dataclass
@@ -63,13 +67,17 @@ def offline_env(
     data_env: Mapping[str, str] | None = None,
     judge_model: str = STAND_IN_JUDGE,
     extra: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Environment for a hermetic run: offline HF caches under `work_dir`, model and judge on `base_url`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_"))}
+    """Environment for a hermetic run, from `base` (default: this process's): offline HF caches under `work_dir`
+    (under the test run's own where `base` names one, RUN_HF_CACHE_ENV), model and judge on `base_url`."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if not k.startswith(("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_"))}
+    hf_cache = Path(base.get(RUN_HF_CACHE_ENV) or work_dir)
     env.update(
         {
-            "HF_HOME": str(work_dir / "hf_home"),
-            "HF_DATASETS_CACHE": str(work_dir / "hf_datasets"),
+            "HF_HOME": str(hf_cache / "hf_home"),
+            "HF_DATASETS_CACHE": str(hf_cache / "hf_datasets"),
             "HF_HUB_OFFLINE": "1",
             "HF_DATASETS_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",

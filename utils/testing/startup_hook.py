@@ -25,6 +25,7 @@ Left out by a test that observes every file the run opens and every module it im
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,6 +53,15 @@ def unhooked(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in _PARTS}
 
 
+def inherited_environment() -> dict[str, str]:
+    """The environment this process's children get, which can hold more than os.environ: C code's setenv reaches
+    them but not os.environ (GNU readline, which pytest loads, exports LINES and COLUMNS)."""
+    import subprocess
+
+    listing = subprocess.run(["env", "-0"], capture_output=True, check=True).stdout
+    return dict(entry.decode(errors="surrogateescape").split("=", 1) for entry in listing.split(b"\0") if b"=" in entry)
+
+
 def _preload_module():
     import importlib.util
 
@@ -61,9 +71,12 @@ def _preload_module():
     return module
 
 
-def start_preload(folder: Path, env: Mapping[str, str], modules: tuple[str, ...] | None = None) -> Path:
+def start_preload(
+    folder: Path, env: Mapping[str, str], modules: tuple[str, ...] | None = None, tiers: Mapping[str, tuple[str, ...]] | None = None
+) -> Path:
     """Make `folder` a run's folder of preload servers (set `PRELOAD_ENV` to it for the processes that should ask
-    them), importing `modules` (default: the suite's list), and start at once the server of the kind a plain
+    them), importing `modules` and, for the command lines that run a package of `tiers`, that package's modules on
+    top (default: the suite's lists; with `modules` given, `tiers` or none), and start at once the server of the kind a plain
     `python` with the hooked `env` is (a server of any other kind starts with the second process of that kind).
     Returns that server's socket, which exists once its imports are done; a process that asks before then starts
     as usual."""
@@ -71,12 +84,33 @@ def start_preload(folder: Path, env: Mapping[str, str], modules: tuple[str, ...]
     folder.mkdir(parents=True, exist_ok=True)
     if modules is not None:
         (folder / "modules").write_text("\n".join(modules) + "\n")
+        (folder / "tiers").write_text(json.dumps(dict(tiers or {})))
     full = hooked({k: v for k, v in env.items() if k != PRELOAD_ENV})
-    key = preload.kind([], full)
-    for stage in ("seen", "starting"):
-        (folder / f"{key}.{stage}").touch()
-    preload.start(str(folder), key, [], full)
-    return folder / f"{key}.sock"
+    socket = server_socket(folder, full)
+    key = socket.name.removesuffix(".sock")
+    if not (folder / f"{key}.starting").exists():  # the first start of a kind gives its server's environment
+        for stage in ("seen", "starting"):
+            (folder / f"{key}.{stage}").touch()
+        preload.start(str(folder), key, [], full)
+    return socket
+
+
+def server_socket(folder: Path, env: Mapping[str, str], package: str | None = None) -> Path:
+    """The socket of the server in the run's folder `folder` that a process with the hooked `env` asks first, or
+    (`package`) that a command line running that package asks first."""
+    key = _preload_module().kind([], hooked({k: v for k, v in env.items() if k != PRELOAD_ENV}))
+    return folder / (f"{key}.{package}.sock" if package else f"{key}.sock")
+
+
+def start_suite_preload(folder: Path) -> None:
+    """Start, in the run's folder of preload servers, the servers of the kinds most of the suite's processes are: the
+    tests' lmms-eval runs (`offline_env`), then the tests' other processes where that is another kind (the imports
+    of the first server read none of offline_env's variables); each with the environment the workers get."""
+    from lmms_tasks.utils.testing.e2e import offline_env
+
+    inherited = inherited_environment()
+    start_preload(folder, offline_env("http://127.0.0.1", folder, base=inherited))
+    start_preload(folder, inherited)
 
 
 def stop_preload(folder: Path, timeout: float = 60) -> None:

@@ -4,13 +4,15 @@ PIL, scipy: about 5.5 s of CPU in each process), then waits on a Unix socket. A 
 with LMMS_TASKS_TEST_PRELOAD naming the run's folder of servers) asks the server of its kind, before anything else
 of its own start-up, to run its command line in a fork of those imports, and becomes that fork's stand-in: it
 passes its standard streams, forwards the signals it gets and exits as the fork exits (the same status, or the
-same signal).
+same signal). A command line that runs a package of TIERS (lmms-eval) asks first that package's server of its kind,
+forked from the first once its imports are done, which imports the package's own heavy modules too (transformers,
+datasets and the Hugging Face hub through lmms-eval's CLI module: about 2 s more); where it refuses, the first.
 
 A kind is what a fork cannot change: the interpreter options, the interpreter's own variables (PYTHON* other than
 PYTHONPATH, LD_*) and the hook's, and, once a server refused a variable that one of its loaded C libraries reads
 when it loads (LIBRARY_VARS: OpenMP's OMP_NUM_THREADS, which torch's launcher sets for each rank, ...), the values
-of those too. The tests' conftest starts the server of the suite's own kind; the second process of any other kind
-starts that kind's server, detached (a server stops when the run's folder is gone or after IDLE_SECONDS unused).
+of those too. The tests' conftest starts the servers of the suite's two most common kinds; the second process of
+any other kind starts that kind's server, detached (a server stops when the run's folder is gone or after IDLE_SECONDS unused).
 
 The fork is the process the command line would have been only where nothing that decides an import can differ, so
 the server refuses (and the process starts as usual) unless all of these hold:
@@ -42,6 +44,12 @@ import sys
 ENV = "LMMS_TASKS_TEST_PRELOAD"  # the run's folder of servers
 IDLE_SECONDS = 900
 PRELOAD = ("torch", "torchvision", "numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "scipy.stats", "aiohttp", "requests", "pydantic", "yaml", "tenacity")
+# by the package a command line runs (`-m PACKAGE[.module]`, or a console script of it): what its processes import
+# the same way on top (transformers, datasets and the Hugging Face hub through lmms-eval's CLI module, which every
+# way of starting lmms-eval imports as a module; the openai client its API models and judge use). A second server,
+# forked from the first once PRELOAD is imported, imports these too and serves those command lines only: what
+# importing them does (lmms-eval's warning filters, ...) is what the command itself does before it runs anything.
+TIERS = {"lmms_eval": ("lmms_eval.__main__", "lmms_eval.cli.dispatch", "openai")}
 # the variables C code reads when a shared library loads, by library (a part of the file name in /proc/self/maps):
 # the preload records what Python code reads, not these
 LIBRARY_VARS = {
@@ -62,7 +70,9 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 LIMITS = ("RLIMIT_AS", "RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_STACK")
 # code that lists the environment while the preload runs, and the prefix of the names it keeps (anything else
 # listing it refuses every process)
-ITERATORS = {"tqdm.utils": "TQDM_"}  # tqdm's envwrap: TQDM_* variables override its defaults
+# tqdm's envwrap: TQDM_* variables override its defaults; fsspec's config: FSSPEC_* variables set a protocol's options
+# (it copies the environment, then keeps those)
+ITERATORS = {"tqdm.utils": "TQDM_", "fsspec.config": "FSSPEC_"}
 _OURS = ("sitecustomize", __name__)
 
 
@@ -177,29 +187,62 @@ def hand_over(folder):
     if _where("sitecustomize", _beyond_here(_search_path(command, os.getcwd(), sys.path))) is not None:
         _oplog("refused another sitecustomize")  # it runs in this process only: a fork would not run it
         return
-    key = kind(command[0], os.environ)
-    reply = _ask(folder, key, command[0])
+    key, package = kind(command[0], os.environ), _package(command)
+    reply, tier = _ask_tiers(folder, key, command[0], package)
     if reply is not None and "prefixes" in reply:  # a variable C code reads at load differs: that value's own server
         finer = kind(command[0], os.environ, reply["prefixes"])
-        reply = _ask(folder, finer, command[0]) if finer != key else reply
+        if finer != key:
+            reply, tier = _ask_tiers(folder, finer, command[0], package)
     if reply is None:
         return
     if "refused" in reply:
         _oplog(f"refused {reply['refused']}")
         return
-    _oplog("hit")
+    _oplog(f"hit {tier}" if tier else "hit")
     _stand_in(reply["pid"], reply["sock"])
 
 
-def _ask(folder, key, options):
+def _package(command):
+    """The top-level package a command line runs: `-m PACKAGE[.module]`, or the package a console script imports
+    its entry point from (pip's script: `from PACKAGE.module import main`); None for anything else."""
+    import re
+
+    _, mode, target = command
+    if mode == "-m":
+        return target.partition(".")[0]
+    if mode == "script":
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            return None
+        found = re.search(rb"^from ([A-Za-z_][\w.]*) import \w+\s*$", head, re.M) if head.startswith(b"#!") else None
+        return found.group(1).decode().partition(".")[0] if found else None
+    return None
+
+
+def _ask_tiers(folder, key, options, package):
+    """(reply, tier): the reply of the server of kind `key` for the command line's package where there is one and
+    it takes the command, else that of the kind's first server (`tier` None)."""
+    if package is not None:
+        reply = _ask(folder, f"{key}.{package}", options, first=False)
+        if reply is not None and "refused" not in reply:
+            return reply, package
+        if reply is not None:
+            _oplog(f"{package} refused {reply['refused']}")
+    return _ask(folder, key, options), None
+
+
+def _ask(folder, key, options, first=True):
     """The reply of the server of kind `key` (its `sock` kept open where it runs the command line), or None where
-    there is none yet."""
+    there is none yet (then, with `first`, count this process towards starting it)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(os.path.join(folder, f"{key}.sock"))
     except OSError:
         sock.close()
-        _first_of_kind(folder, key, options)
+        if first:
+            _first_of_kind(folder, key, options)
         return None
     try:
         request = {
@@ -289,7 +332,8 @@ def _record_env_reads(read):
     getitem, contains, iterate = environ_type.__getitem__, environ_type.__contains__, environ_type.__iter__
 
     def recording_getitem(self, key):
-        if sys._getframe(1).f_code.co_name != "__iter__":  # values read while listing count as the listing
+        caller = sys._getframe(1)  # values read while listing (or copying) count as the listing
+        if caller.f_code.co_name != "__iter__" and caller.f_globals.get("__name__") not in ITERATORS:
             read.add(key)
         return getitem(self, key)
 
@@ -396,10 +440,9 @@ def _beyond_here(path):
 def serve(folder, key):
     """Import the folder's modules (its `modules` file, one per line; PRELOAD without one), then serve the hooked
     processes of kind `key` on the Unix socket `<folder>/<key>.sock` until terminated, or until the folder is gone
-    or nobody asked for IDLE_SECONDS (a run that ended without stopping it)."""
-    import gc
-    import importlib
-    import select
+    or nobody asked for IDLE_SECONDS (a run that ended without stopping it). For each package of TIERS (the
+    folder's `tiers` file, JSON, where it has a `modules` file), a server forked once those imports are done imports
+    that package's modules too and serves the command lines that run it on `<folder>/<key>.<package>.sock`."""
     import time
 
     try:  # a fork is watched through a pidfd (Linux 5.3): without one, no process is ever handed over
@@ -408,17 +451,44 @@ def serve(folder, key):
         print(f"preload server not started: {exc!r}", file=sys.stderr)
         return
     state = json.loads(json.dumps(_process_state()))  # as a hooked process has it when it asks: before any import
-    with open(os.path.join(folder, f"{key}.pid"), "w") as fh:
-        fh.write(str(os.getpid()))
     started = time.monotonic()
     own_env = dict(os.environ)
-    read = set()
-    restore = _record_env_reads(read)
-    try:
+    modules, tiers = PRELOAD, TIERS
+    if os.path.exists(os.path.join(folder, "modules")):
         with open(os.path.join(folder, "modules")) as fh:
             modules = fh.read().split()
-    except FileNotFoundError:
-        modules = PRELOAD
+        tiers = {}
+        if os.path.exists(os.path.join(folder, "tiers")):
+            with open(os.path.join(folder, "tiers")) as fh:
+                tiers = json.load(fh)
+    name = key
+    _write_pid(folder, name)
+    read = set()
+    server = _preload(modules, state, own_env, read)
+    for package, more in tiers.items():
+        if os.fork() == 0:  # a grandchild, nobody's to reap but the system's: each server's ops line is its own
+            if os.fork() != 0:
+                os._exit(0)
+            started, name = time.monotonic(), f"{key}.{package}"
+            _write_pid(folder, name)
+            server = _preload(more, state, own_env, read)  # `read` holds what the first imports read
+            break
+        os.wait()
+    _serve(folder, name, server, started)
+
+
+def _write_pid(folder, name):
+    with open(os.path.join(folder, f"{name}.pid"), "w") as fh:
+        fh.write(str(os.getpid()))
+
+
+def _preload(modules, state, own_env, read):
+    """Import `modules` (recording into `read` the environment variables they read) and describe what a process
+    must share with this one to be run in a fork of it."""
+    import gc
+    import importlib
+
+    restore = _record_env_reads(read)
     try:
         for name in modules:
             importlib.import_module(name)
@@ -442,12 +512,18 @@ def serve(folder, key):
         if any(part in library for library in loaded):
             prefixes.update(names)
     options = _command(sys.orig_argv)[0]
-    server = {"state": state, "options": options, "startup": startup, "prefixes": sorted(prefixes), "env": own_env, "read": sorted(read), "changed": changed, "modules": imported}
     gc.collect()
     gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    path = os.path.join(folder, f"{key}.sock")
+    return {"state": state, "options": options, "startup": startup, "prefixes": sorted(prefixes), "env": own_env, "read": sorted(read), "changed": changed, "modules": imported}
+
+
+def _serve(folder, name, server, started):
+    import select
+    import time
+
+    path = os.path.join(folder, f"{name}.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
