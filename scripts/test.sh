@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export LMMS_TASKS_REQUIRE_BROWSER=1
 fi
-# Two workers on the 2-core CI machine (one per core); each takes whole test modules (see tests/conftest.py).
+# One worker per core and one more (three on the 2-core CI machine): a worker waiting on its test's subprocesses
+# (lmms-eval runs, servers) leaves its core to the others. Each takes whole test modules (see tests/conftest.py).
 # LMMS_TASKS_TEST_WORKERS=0 runs everything in one process.
-workers="${LMMS_TASKS_TEST_WORKERS:-auto}"
+workers="${LMMS_TASKS_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 2) + 1))}"
 if [ "$workers" = "0" ]; then
   exec "${LMMS_TASKS_VENV:-.venv}/bin/python" -m pytest "$@"
 fi
