@@ -43,14 +43,23 @@ os.environ.setdefault("PRELOADED_FAKE_DIR", "/tmp/fake-dir")  # set by the impor
 SHOW = "import sys; print('preloaded' if 'preloaded_fake' in sys.modules else 'started as usual')"
 
 
+def _fake_env(root: Path, packages: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The suite's environment with the fake `packages` ({name: {file: source}}) written under `root` and on
+    PYTHONPATH, and none of the variables the cases set."""
+    lib = root / "lib"
+    for package, files in packages.items():
+        (lib / package).mkdir(parents=True)
+        for name, source in files.items():
+            (lib / package / name).write_text(source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "TIERED_FAKE_", "UNRELATED_FAKE", "FSSPEC", "OMP_"))}
+    env["PYTHONPATH"] = str(lib)
+    return env
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("preload")
-    lib = root / "lib"
-    (lib / "preloaded_fake").mkdir(parents=True)
-    (lib / "preloaded_fake" / "__init__.py").write_text(PACKAGE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "OMP_"))}
-    env["PYTHONPATH"] = str(lib)
+    env = _fake_env(root, {"preloaded_fake": {"__init__.py": PACKAGE}})
     folder = root / "servers"
     _wait_for(start_preload(folder, env, modules=("preloaded_fake",)))
     yield env, folder
@@ -284,14 +293,9 @@ def tiered(tmp_path_factory: pytest.TempPathFactory):
     """A server that preloads `preloaded_fake` and fsspec's configuration (which copies the environment and keeps
     FSSPEC_*) for every process and, for the command lines that run the package `tiered_fake`, its `heavy` too."""
     root = tmp_path_factory.mktemp("tiered")
-    lib = root / "lib"
-    for package, files in (("preloaded_fake", {"__init__.py": PACKAGE}), ("tiered_fake", TIERED)):
-        (lib / package).mkdir(parents=True)
-        for name, source in files.items():
-            (lib / package / name).write_text(source)
+    env = _fake_env(root, {"preloaded_fake": {"__init__.py": PACKAGE}, "tiered_fake": TIERED})
+    env["UNRELATED_FAKE"] = "the server's"  # read by nothing but the copy of the environment
     (root / "tiered-fake").write_text(CONSOLE_SCRIPT.format(python=sys.executable))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "TIERED_FAKE_", "UNRELATED_FAKE", "FSSPEC", "OMP_"))}
-    env.update(PYTHONPATH=str(lib), UNRELATED_FAKE="the server's")  # read by nothing but the copy of the environment
     folder = root / "servers"
     _wait_for(start_preload(folder, env, modules=("preloaded_fake", "fsspec.config"), tiers={"tiered_fake": ("tiered_fake.heavy",)}))
     deadline = time.monotonic() + 300  # a bound no correct start reaches: the tier imports one small module more
@@ -354,11 +358,7 @@ def test_the_tier_holds_its_modules_and_the_first_server_does_not(tiered, tmp_pa
 
 def test_a_kinds_first_start_gives_its_servers_environment(tmp_path: Path) -> None:
     """The suite starts the servers of its two most common kinds; where both are one kind, the first start holds."""
-    lib = tmp_path / "lib"
-    (lib / "preloaded_fake").mkdir(parents=True)
-    (lib / "preloaded_fake" / "__init__.py").write_text(PACKAGE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRELOADED_FAKE_", "OMP_"))}
-    env["PYTHONPATH"] = str(lib)
+    env = _fake_env(tmp_path, {"preloaded_fake": {"__init__.py": PACKAGE}})
     folder = tmp_path / "servers"
     socket = start_preload(folder, env, modules=("preloaded_fake",))
     try:
