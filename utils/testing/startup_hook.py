@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 
 INDEX_CACHE_ENV = "LMMS_TASKS_TEST_INDEX_CACHE"
@@ -62,6 +63,7 @@ def inherited_environment() -> dict[str, str]:
     return dict(entry.decode(errors="surrogateescape").split("=", 1) for entry in listing.split(b"\0") if b"=" in entry)
 
 
+@cache
 def _preload_module():
     import importlib.util
 
@@ -85,21 +87,24 @@ def start_preload(
     if modules is not None:
         (folder / "modules").write_text("\n".join(modules) + "\n")
         (folder / "tiers").write_text(json.dumps(dict(tiers or {})))
-    full = hooked({k: v for k, v in env.items() if k != PRELOAD_ENV})
-    socket = server_socket(folder, full)
-    key = socket.name.removesuffix(".sock")
+    key = _kind(env)
     if not (folder / f"{key}.starting").exists():  # the first start of a kind gives its server's environment
         for stage in ("seen", "starting"):
             (folder / f"{key}.{stage}").touch()
-        preload.start(str(folder), key, [], full)
-    return socket
+        preload.start(str(folder), key, [], hooked({k: v for k, v in env.items() if k != PRELOAD_ENV}))
+    return server_socket(folder, env)
 
 
 def server_socket(folder: Path, env: Mapping[str, str], package: str | None = None) -> Path:
     """The socket of the server in the run's folder `folder` that a process with the hooked `env` asks first, or
     (`package`) that a command line running that package asks first."""
-    key = _preload_module().kind([], hooked({k: v for k, v in env.items() if k != PRELOAD_ENV}))
+    key = _kind(env)
     return folder / (f"{key}.{package}.sock" if package else f"{key}.sock")
+
+
+def _kind(env: Mapping[str, str]) -> str:
+    """The kind of a plain `python` with the hooked `env` (no interpreter options)."""
+    return _preload_module().kind([], hooked({k: v for k, v in env.items() if k != PRELOAD_ENV}))
 
 
 def start_suite_preload(folder: Path) -> None:
