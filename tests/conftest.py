@@ -29,6 +29,7 @@ from lmms_tasks.utils.testing.startup_hook import (
     DEFERRED,
     INDEX_CACHE_ENV,
     PRELOAD_ENV,
+    inherited_environment,
     start_suite_preload,
     stop_preload,
 )
@@ -82,7 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if PRELOAD_ENV not in os.environ:  # set and empty: off (every process makes its own imports)
         folder = Path(tempfile.mkdtemp(prefix="lmms_tasks-preload-"))
         setattr(config, _OWN_PRELOAD, folder)
-        start_suite_preload(folder)
+        # the tests run in pytest-xdist's workers, which get more than os.environ shows here, or in this process
+        start_suite_preload(folder, inherited_environment() if getattr(config.option, "numprocesses", None) else dict(os.environ))
         os.environ[PRELOAD_ENV] = str(folder)
 
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,9 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     stop_preload(folder)
 
 
-def _wait_for(socket: Path) -> None:
-    deadline = time.monotonic() + 300  # a bound no correct start reaches: it imports one small module
+def _wait_for(socket: Path, bound: float = 300) -> None:
+    """Wait for a server's socket, within a bound no correct start reaches (300 s: it imports one small module)."""
+    deadline = time.monotonic() + bound
     while not socket.exists():
         logs = "".join(log.read_text() for log in socket.parent.glob("*.log"))
         assert time.monotonic() < deadline and "Traceback" not in logs, logs
@@ -255,24 +257,29 @@ def test_a_killed_process_takes_its_command_with_it(server, tmp_path: Path) -> N
     assert not running(fork)
 
 
-def test_the_suites_own_processes_start_in_its_preload(tmp_path: Path) -> None:
+@pytest.fixture
+def suite_servers(tmp_path: Path) -> Iterator[str]:
+    """The run's folder of preload servers (tests/conftest.py); where the preload is off for this run (set and
+    empty), a folder of the test's own where the suite's servers are started as the conftest starts them."""
+    folder = os.environ.get(PRELOAD_ENV)
+    if folder:
+        yield folder
+        return
+    folder = tmp_path / "servers"
+    start_suite_preload(folder, dict(os.environ))  # this test's process runs what it starts
+    try:
+        yield str(folder)
+    finally:
+        stop_preload(folder)
+
+
+def test_the_suites_own_processes_start_in_its_preload(suite_servers: str, tmp_path: Path) -> None:
     """The suite's server (tests/conftest.py) accepts a process of the suite: were its environment refused, every
     lmms-eval run would silently pay its imports again."""
-    folder = os.environ.get(PRELOAD_ENV)
-    own = not folder  # set and empty, the preload is off for this run: the test starts the suite's server itself
-    if own:
-        folder = str(tmp_path / "servers")
-        start_preload(Path(folder), os.environ)
-    try:
-        deadline = time.monotonic() + 600  # a bound no correct start reaches: the server imports torch and the rest once
-        while not any(Path(folder).glob("*.sock")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        log = tmp_path / "ops.log"
-        env = hooked({**os.environ, PRELOAD_ENV: folder, OPS_LOG_ENV: str(log)})
-        proc = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    finally:
-        if own:
-            stop_preload(Path(folder))
+    _wait_for(server_socket(Path(suite_servers), os.environ), bound=600)  # it imports torch and the rest once
+    log = tmp_path / "ops.log"
+    env = hooked({**os.environ, PRELOAD_ENV: suite_servers, OPS_LOG_ENV: str(log)})
+    proc = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert (proc.returncode, proc.stdout, log.read_text().split("\t")[1]) == (0, "True\n", "hit"), proc.stderr
 
 
@@ -402,24 +409,12 @@ def test_the_environment_children_get_holds_what_c_code_set() -> None:
     assert {k: v for k, v in inherited.items() if k in os.environ} == dict(os.environ)
 
 
-def test_the_suites_lmms_eval_runs_start_in_its_lmms_eval_tier(tmp_path: Path) -> None:
+def test_the_suites_lmms_eval_runs_start_in_its_lmms_eval_tier(suite_servers: str, tmp_path: Path) -> None:
     """An lmms-eval command line of a test (offline_env, the suite's Hugging Face caches) is taken by the suite's
     lmms-eval server: were its environment refused, every run would import transformers and lmms-eval again."""
-    folder = os.environ.get(PRELOAD_ENV)
-    own = not folder
-    if own:
-        folder = str(tmp_path / "servers")
-        start_suite_preload(Path(folder))
-    try:
-        env = offline_env("http://127.0.0.1:9", tmp_path)
-        tier = server_socket(Path(folder), env, "lmms_eval")
-        deadline = time.monotonic() + 600  # a bound no correct start reaches: the servers import torch, lmms-eval once
-        while not tier.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        log = tmp_path / "ops.log"
-        command = [console_script(), "--help"]
-        proc = subprocess.run(command, env=hooked({**env, PRELOAD_ENV: folder, OPS_LOG_ENV: str(log)}), capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    finally:
-        if own:
-            stop_preload(Path(folder))
+    env = offline_env("http://127.0.0.1:9", tmp_path)
+    _wait_for(server_socket(Path(suite_servers), env, "lmms_eval"), bound=600)  # it imports torch, lmms-eval once
+    log = tmp_path / "ops.log"
+    command = [console_script(), "--help"]
+    proc = subprocess.run(command, env=hooked({**env, PRELOAD_ENV: suite_servers, OPS_LOG_ENV: str(log)}), capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert (proc.returncode, log.read_text().split("\t")[1]) == (0, "hit lmms_eval"), proc.stderr

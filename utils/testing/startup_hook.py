@@ -107,15 +107,15 @@ def _kind(env: Mapping[str, str]) -> str:
     return _preload_module().kind([], hooked({k: v for k, v in env.items() if k != PRELOAD_ENV}))
 
 
-def start_suite_preload(folder: Path) -> None:
+def start_suite_preload(folder: Path, tests_env: Mapping[str, str]) -> None:
     """Start, in the run's folder of preload servers, the servers of the kinds most of the suite's processes are: the
     tests' lmms-eval runs (`offline_env`), then the tests' other processes where that is another kind (the imports
-    of the first server read none of offline_env's variables); each with the environment the workers get."""
+    of the first server read none of offline_env's variables); each from `tests_env`, the environment of the
+    processes the tests run in (`inherited_environment()` for pytest-xdist's workers, started from here)."""
     from lmms_tasks.utils.testing.e2e import offline_env
 
-    inherited = inherited_environment()
-    start_preload(folder, offline_env("http://127.0.0.1", folder, base=inherited))
-    start_preload(folder, inherited)
+    start_preload(folder, offline_env("http://127.0.0.1", folder, base=tests_env))
+    start_preload(folder, tests_env)
 
 
 def stop_preload(folder: Path, timeout: float = 60) -> None:
