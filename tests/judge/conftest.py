@@ -204,3 +204,20 @@ def mini_server() -> Iterator[StandInServer]:
     with StandInServer(default_reply="unscripted") as s:
         script_mini_judge(s)
         yield s
+
+
+@pytest.fixture
+def judge_env(monkeypatch: pytest.MonkeyPatch, mini_server: StandInServer, tmp_path: Path) -> dict[str, str]:
+    """The judge settings of a shell that judges with stand-in-judge at `mini_server` (one retry, no waits)."""
+    env = {
+        "LMMS_TASKS_JUDGE_BASE_URL": mini_server.base_url,
+        "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
+        "LMMS_TASKS_JUDGE_MODEL": "stand-in-judge",
+        "LMMS_TASKS_JUDGE_CACHE_DIR": str(tmp_path / "judge_cache"),
+        "LMMS_TASKS_JUDGE_MAX_RETRIES": "1",
+        "LMMS_TASKS_JUDGE_BACKOFF": "0.01",
+        "LMMS_TASKS_JUDGE_PROGRESS": "0",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env

@@ -18,7 +18,7 @@ from lmms_tasks.utils.testing.openai_server import StandInServer
 
 from .conftest import MINI_TASK, MINI_UTILS, MINI_YAML, script_mini_judge, write_mini_task
 from .test_preflight import config_for
-from .test_rescore import EXPECTED_SCORE, QUESTIONS, judge_env, judge_requests, write_samples  # noqa: F401 - judge_env: a fixture
+from .test_rescore import EXPECTED_SCORE, QUESTIONS, judge_requests, write_samples
 
 # -- the preflight retries once --------------------------------------------------------------------------
 

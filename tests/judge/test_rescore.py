@@ -21,22 +21,6 @@ EXPECTED_SCORE = (1.0 + 0.5 + 0.0 + 0.0) / 4
 QUESTIONS = ["question zero", "question one", "question two", "question three"]
 
 
-@pytest.fixture
-def judge_env(monkeypatch: pytest.MonkeyPatch, mini_server: StandInServer, tmp_path: Path) -> dict[str, str]:
-    env = {
-        "LMMS_TASKS_JUDGE_BASE_URL": mini_server.base_url,
-        "LMMS_TASKS_JUDGE_API_KEY": "EMPTY",
-        "LMMS_TASKS_JUDGE_MODEL": "stand-in-judge",
-        "LMMS_TASKS_JUDGE_CACHE_DIR": str(tmp_path / "judge_cache"),
-        "LMMS_TASKS_JUDGE_MAX_RETRIES": "1",
-        "LMMS_TASKS_JUDGE_BACKOFF": "0.01",
-        "LMMS_TASKS_JUDGE_PROGRESS": "0",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return env
-
-
 def write_samples(directory: Path, task: str, name: str | None = None) -> Path:
     """A samples file as lmms-eval writes it: one line per doc with every process_results key."""
     directory.mkdir(parents=True, exist_ok=True)
