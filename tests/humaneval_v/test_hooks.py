@@ -375,3 +375,35 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(
     assert counts["Scored"] == 1 and counts["validation"] == 1
     assert counts["pass_at_k"] == tasks  # once per HumanEval-V task (qid)
     assert values[f"pass@{k}"] == 100.0 and values["parse_success_rate"] == 100.0
+
+
+@pytest.mark.parametrize(
+    "metadata, coder",
+    [
+        pytest.param({"strong_coder": True, "judge": {"model": "coder-from-the-yaml"}}, "coder-from-the-yaml", id="the-task-yaml"),
+        pytest.param("handed", "coder-from-an-option", id="a-command's---judge-model"),
+    ],
+)
+def test_v2t_strong_coder_takes_its_settings_from_the_handed_config(
+    metadata: Any, coder: str, data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch, unhurried: object, tmp_path: Path
+) -> None:
+    """The V2T batch step turns each description into code with the strong coder that the task config it is handed
+    names (its metadata: the YAML's `strong_coder` and `judge:`, and what a command added), not the environment's:
+    HUMANEVAL_V_STRONG_CODER is unset and LMMS_TASKS_JUDGE_MODEL names another model."""
+    from lmms_tasks.utils.services.llm_judge import judge
+    from lmms_tasks.utils.testing.openai_server import StandInServer
+
+    if metadata == "handed":  # `score --judge-model` on a YAML that turns the coder on
+        metadata = judge.hand({"strong_coder": True}, judge.Handed(options={"model": coder}, check_first=True))
+    rows = data.records[fx.RECORDS_KEY]
+    items = [hooks.process_results(d, [f"what {d['qid']} does"])["description_rate"] for d in docs("humaneval_v_v2t")]
+    with StandInServer(default_reply="no code") as server:
+        for row in rows:  # the coder writes the right program for each task's description
+            server.script(lambda r, q=row["qid"]: f"what {q} does" in r.text, fenced(row["ground_truth_solution"]))
+        for name, value in {"MODEL": "env-coder", "BASE_URL": server.base_url, "API_KEY": "EMPTY", "CACHE_DIR": str(tmp_path / "judge_cache"), "PROGRESS": "0"}.items():
+            monkeypatch.setenv(f"LMMS_TASKS_JUDGE_{name}", value)
+        judge.clear_memo()
+        documents = hooks.score_batch([{"description_rate": i, "strong_coder_pass_at_1": i} for i in items], config={"metadata": metadata})
+        asked = sorted(r.model for r in server.requests)
+    assert asked == [coder] * len(rows), asked  # one greedy request per description, to the handed coder only
+    assert hooks.agg_strong_coder([d["strong_coder_pass_at_1"] for d in documents]) == 100.0

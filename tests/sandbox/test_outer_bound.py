@@ -51,3 +51,24 @@ def test_a_fork_bomb_past_a_broken_task_limit_fails_its_test_and_stays_bounded(t
     assert done.returncode == 1, output[-3000:]  # the test failed, on its own
     assert "tasks in the outer bound (at most" in output, output[-3000:]  # and on its outer bound: the sandbox's limit did not hold
     assert SANDBOX_TASKS < bound.peak <= bound.allowed, bound  # the bomb went past the sandbox's allowance, and no further than the bound
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the program's host uid is 0, bound by the pids cgroup alone, only where the evaluator is root")
+def test_as_root_without_a_launcher_the_pids_cgroup_bounds_the_program_inside_the_evaluators_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where no launcher can give the program host uid 65534 (no setpriv), it runs as host uid 0 and the sandbox's
+    pids cgroup caps its tasks; that cgroup lies below the evaluator's own, so the bomb is counted in the outer bound
+    (and stays below its allowance)."""
+    from lmms_tasks.utils.services import sandbox
+
+    if sandbox.unavailable() is not None:
+        pytest.skip(sandbox.unavailable())
+    monkeypatch.setattr(sandbox, "_reachable_by_others", lambda paths: False)
+    monkeypatch.setattr(sandbox, "_launcher", lambda *args: None)
+    limits = sandbox.Limits(timeout=2.0)
+    with bounded() as bound:
+        if bound.kind != "cgroup":
+            pytest.skip("the tasks are counted in a cgroup of the test's own; none can be made here")
+        result = sandbox.run_program("import os\nwhile True:\n    os.fork()\n", limits, tmp_root=tmp_path / "sbx")
+    assert "host-uid:0" in result.confinement and "pids-cgroup" in result.confinement, result
+    assert result.status == "timeout" or result.exception == "BlockingIOError", result
+    assert bound.peak >= limits.max_processes, bound  # counted in the evaluator's bound: the sandbox's cgroup lies below it
