@@ -19,8 +19,7 @@ pytestmark = pytest.mark.not_exported(reason="plants a regression in the sandbox
 HOSTILE = Path(__file__).with_name("test_sandbox_hostile.py")
 REPO = Path(__file__).resolve().parents[2]
 
-# The regression, loaded as a pytest plugin before the test runs: as root with the interpreter out of uid 65534's reach
-# and no launcher (the program's host uid is 0, which RLIMIT_NPROC does not bind), bwrap started without entering the
+# The regression, loaded as a pytest plugin before the test runs: as root with no launcher (no setpriv: the program's host uid is 0, which RLIMIT_NPROC does not bind), bwrap started without entering the
 # pids cgroup the sandbox made for it (and still names in `confinement`).
 PLANT = """
 import subprocess, types
@@ -30,7 +29,6 @@ class NotEntered(subprocess.Popen):
     def __init__(self, *args, preexec_fn=None, **kwargs):
         super().__init__(*args, **kwargs)
 
-sandbox._reachable_by_others = lambda paths: False
 sandbox._launcher = lambda *args: None
 sandbox.subprocess = types.SimpleNamespace(**{**vars(subprocess), "Popen": NotEntered})
 """
@@ -62,7 +60,6 @@ def test_as_root_without_a_launcher_the_pids_cgroup_bounds_the_program_inside_th
 
     if sandbox.unavailable() is not None:
         pytest.skip(sandbox.unavailable())
-    monkeypatch.setattr(sandbox, "_reachable_by_others", lambda paths: False)
     monkeypatch.setattr(sandbox, "_launcher", lambda *args: None)
     limits = sandbox.Limits(timeout=2.0)
     with bounded() as bound:

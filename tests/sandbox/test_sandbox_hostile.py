@@ -118,7 +118,7 @@ def test_evaluator_identity() -> None:
 # starts the sandbox's bwrap as uid 65534. This interpreter or a system one, where that uid reaches it; and a venv made
 # under a 0700 home.
 REACHABLE_PYTHON = next(
-    (p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and sandbox._reachable_by_others(tuple(sandbox.filesystem_view(p)["binds"]))), None
+    (p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p) and sandbox._launcher(sandbox.bubblewrap(None)[0], 65534, tuple(sandbox.filesystem_view(p)["binds"])) == ()), None
 )
 UNPRIVILEGED_INSIDE = """
 import os
@@ -136,7 +136,7 @@ def venv_under_a_closed_home(tmp_path_factory: pytest.TempPathFactory) -> str:
     home.chmod(0o700)  # as a root user's home: no other uid may traverse it
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(home / "venv")], check=True, timeout=300)
     python = str(home / "venv" / "bin" / "python")
-    assert not sandbox._reachable_by_others(tuple(sandbox.filesystem_view(python)["binds"]))
+    assert sandbox._launcher(sandbox.bubblewrap(None)[0], 65534, tuple(sandbox.filesystem_view(python)["binds"])) not in (None, ())  # shown by a launcher
     return python
 
 

