@@ -165,19 +165,19 @@ def filesystem_view(python: str, hide: tuple[str, ...] = ()) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _launcher(bwrap: str, uid: int, paths: tuple[str, ...]) -> tuple[str, ...] | None:
-    """As root, what starts bwrap as `uid` with `paths` (and bwrap's) in reach: () where others reach them (Popen's `user`);
-    else a root bwrap (own mount, pid namespaces) covering each directory closed to others with a tmpfs holding just the
-    paths, then setpriv (no groups, capabilities; no_new_privs). None where neither starts bwrap here (tried once)."""
+    """As root, what starts bwrap as `uid` with `paths` (and bwrap's) in reach: () where others reach them (Popen's `user`); else a
+    root bwrap (own mount, pid namespaces) covering each directory closed to others with a tmpfs holding just the paths, then
+    setpriv (no groups, capabilities; no_new_privs). None where neither starts bwrap here (each path tried as `uid`, once)."""
     needed, args = sorted({*paths, os.path.dirname(os.path.dirname(os.path.realpath(bwrap)))}), []
-    try:
+    try:  # the topmost directory on the way to each path that others may not traverse, if any
         closed = {path: next((str(d) for d in reversed(Path(path).parents) if not os.stat(d).st_mode & stat.S_IXOTH), None) for path in needed}
         for top in sorted(set(filter(None, closed.values())), key=len):  # the directories between: 0755 (bwrap would make them 0700)
             way = sorted({str(d) for path, under in closed.items() if under == top for d in Path(path).parents if _inside(str(d), top) and str(d) != top}, key=len)
             args += ["--perms", "0755", "--tmpfs", top, *(a for d in way for a in ("--perms", "0755", "--dir", d)), *(a for p, under in closed.items() if under == top for a in ("--ro-bind", p, p))]
         setpriv = (shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--no-new-privs", "--")
         launcher = (bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", *args, "--", *setpriv) if args else ()
-        done = subprocess.run([*launcher, bwrap, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", "exit 0"], capture_output=True, timeout=60, **({} if launcher else {"user": uid, "group": uid, "extra_groups": []}))
-        return launcher if done.returncode == 0 and all(os.stat(path).st_mode & stat.S_IXOTH for path in needed) else None
+        probe = [*launcher, bwrap, *BWRAP_BASE, "--ro-bind", "/", "/", "--", "sh", "-c", 'for p; do test -r "$p" -a -x "$p" || exit 1; done', "sh", *needed]
+        return launcher if subprocess.run(probe, capture_output=True, timeout=60, **({} if launcher else {"user": uid, "group": uid, "extra_groups": []})).returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
 
