@@ -133,10 +133,6 @@ def _rlimit_bound(allowance: int) -> Iterator[OuterBound]:
         resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "outer_bound(sandboxes=1): runs inside an outer pids/memory bound of its own (tests/sandbox/conftest.py)")
-
-
 @pytest.fixture(autouse=True)
 def outer_bound(request: pytest.FixtureRequest) -> Iterator[OuterBound | None]:
     marker = request.node.get_closest_marker("outer_bound")
