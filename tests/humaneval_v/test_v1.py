@@ -16,9 +16,9 @@ from lmms_tasks.utils.humaneval_v import execution, hooks, v1
 from lmms_tasks.utils.humaneval_v.extraction_v1 import post_process, select_content, stop_at_fence
 from lmms_tasks.utils.humaneval_v.metrics import ItemError
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
+from lmms_tasks.utils.services import sandbox
 from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services import sandbox
 from lmms_tasks.utils.services.sandbox import ExecResult
 from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing.cases import humaneval_v1 as cases

@@ -226,7 +226,7 @@ def _session_and_cgroup(session: int, cgroup: str | None) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                if int(Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[4]) == session:
+                if int(Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[3]) == session:  # state, ppid, pgrp, session
                     found.add(int(entry))
     found.discard(os.getpid())
     return sorted(found)
