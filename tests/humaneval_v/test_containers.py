@@ -107,7 +107,7 @@ def test_process_level_runs_there_scores_officially_and_records_the_level(runs: 
 PREFLIGHT = "from lmms_tasks.utils.services import sandbox; print(sandbox.preflight('bubblewrap'))"
 
 
-@pytest.mark.parametrize(("container", "what"), [("proc-sys-read-only", "/proc/sys is read-only"), ("userns-refused", "user namespaces are refused")])
+@pytest.mark.parametrize(("container", "what"), [("proc-masked", "/proc cannot be mounted"), ("proc-sys-read-only", "/proc/sys is read-only"), ("userns-refused", "user namespaces are refused")])
 def test_the_preflight_names_what_the_container_refuses(container: str, what: str) -> None:
     """The load-time check itself in each container (a Python process, cheaper than an lmms-eval run)."""
     done = subprocess.run([*OUTER, *CONTAINERS[container], "--", sys.executable, "-c", PREFLIGHT], capture_output=True, text=True, timeout=300, check=False)
