@@ -2,9 +2,10 @@
 execution, cold cache) next to the floor measured in the same run: the same programs run bare
 (`python file.py`, no gate, no sandbox) in a thread pool of the same size with the same 2 s timeout.
 
-    HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 python bench/bench_humaneval_v_exec.py [--tasks 253] [--workers N]
+    HUMANEVAL_V_ALLOW_CODE_EXECUTION=1 python bench/bench_humaneval_v_exec.py [--tasks 253] [--workers N] [--level process]
 
-The sandbox needs bubblewrap (it runs nothing otherwise); the line "isolation:" says what applied.
+Each isolation level (`--level`, default: both) is measured against the same floor; bubblewrap needs user namespaces
+(it runs nothing otherwise); the line "isolation:" says what applied.
 
 The sample mix (per task of 6) is deterministic: mostly correct, some wrong (assertion or gated by pylint),
 and about 1 in 16 timing out (alternately a CPU-bound loop and a sleep). Prints figures; asserts nothing.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs
 from lmms_tasks.utils.humaneval_v.extraction import post_process
-from lmms_tasks.utils.services.sandbox import Limits, default_workers, run_program
+from lmms_tasks.utils.services.sandbox import LEVELS, Limits, default_workers, run_program
 
 SIGNATURE = 'def solution(values: list, k: int) -> int:\n    """\n    Combine the values as the diagram shows.\n\n    Parameters:\n    values (list): numbers.\n    k (int): a factor.\n\n    Returns:\n    int: the result.\n    """\n'
 
@@ -87,30 +88,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=253)
     parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--level", choices=LEVELS, action="append", help="isolation level(s) to measure (default: all)")
     args = parser.parse_args()
     limits = Limits(timeout=2.0)
     os.environ.setdefault("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     sources = programs(args.tasks)
     print(f"{len(sources)} programs ({args.tasks} tasks x 6), {len(set(sources))} distinct, pool of {args.workers}, timeout 2 s")
-    probe = run_program("pass\n", limits)
-    print(f"isolation: {', '.join(probe.confinement) or probe.message}")
     floor_s, bare_passed = run_bare(sources, args.workers, 2.0)
     print(f"floor (bare python, no gate, no sandbox): {floor_s:7.1f} s  passed {sum(bare_passed)}")
-    with tempfile.TemporaryDirectory(prefix="hev_bench_cache_") as cache:
-        started = time.monotonic()
-        batch = evaluate_programs("bench_humaneval_v", sources, limits=limits, workers=args.workers, cache_dir=cache, progress=False)
-        ours_s = time.monotonic() - started
-        ours = [v.passed for v in batch.verdicts]
-        print(
-            f"ours (pylint gate + sandbox, cold cache): {ours_s:7.1f} s  passed {sum(ours)}  gated {batch.summary['gated']}  timeouts {batch.summary['timeouts']}  (gate {batch.summary['gate_s']} s)"
-        )
-        print(f"ratio ours / floor: {ours_s / floor_s:.3f}   (target <= 1.10; official evaluate.py measured 1.58)")
-        gated = [v.gated for v in batch.verdicts]
-        disagree = sum(1 for a, b, g in zip(ours, bare_passed, gated) if not g and a != b)
-        print(f"verdicts differing from bare execution on non-gated programs: {disagree}")
-        started = time.monotonic()
-        evaluate_programs("bench_humaneval_v", sources, limits=limits, workers=args.workers, cache_dir=cache, progress=False)
-        print(f"re-score from the cache: {time.monotonic() - started:7.1f} s")
+    for level in args.level or LEVELS:
+        probe = run_program("pass\n", limits, level=level)
+        print(f"[{level}] isolation: {', '.join(probe.confinement) or probe.message}")
+        with tempfile.TemporaryDirectory(prefix="hev_bench_cache_") as cache:
+            started = time.monotonic()
+            batch = evaluate_programs("bench_humaneval_v", sources, limits=limits, workers=args.workers, cache_dir=cache, progress=False, level=level)
+            ours_s = time.monotonic() - started
+            ours = [v.passed for v in batch.verdicts]
+            print(
+                f"[{level}] ours (pylint gate + sandbox, cold cache): {ours_s:7.1f} s  passed {sum(ours)}  gated {batch.summary['gated']}  timeouts {batch.summary['timeouts']}  (gate {batch.summary['gate_s']} s)"
+            )
+            print(f"[{level}] ratio ours / floor: {ours_s / floor_s:.3f}   (target <= 1.10; official evaluate.py measured 1.58)")
+            gated = [v.gated for v in batch.verdicts]
+            disagree = sum(1 for a, b, g in zip(ours, bare_passed, gated) if not g and a != b)
+            print(f"[{level}] verdicts differing from bare execution on non-gated programs: {disagree}")
+            started = time.monotonic()
+            evaluate_programs("bench_humaneval_v", sources, limits=limits, workers=args.workers, cache_dir=cache, progress=False, level=level)
+            print(f"[{level}] re-score from the cache: {time.monotonic() - started:7.1f} s")
 
 
 if __name__ == "__main__":

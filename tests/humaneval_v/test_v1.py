@@ -16,6 +16,7 @@ from lmms_tasks.utils.humaneval_v import execution, hooks, v1
 from lmms_tasks.utils.humaneval_v.extraction_v1 import post_process, select_content, stop_at_fence
 from lmms_tasks.utils.humaneval_v.metrics import ItemError
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
+from lmms_tasks.utils.services import sandbox
 from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.sandbox import ExecResult
@@ -194,9 +195,10 @@ def test_select_content(reply: str, content: str) -> None:
 # -- gate and execution: v1's result strings -------------------------------------------------------------
 
 
-def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unhurried: execution.Limits) -> None:
+@pytest.mark.parametrize("level", sandbox.LEVELS)
+def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unhurried: execution.Limits, level: str) -> None:
     """Every table program (as given, and cut at the stop string) through the v1 tasks' own batch: pylint
-    3.3.4 gate, then the sandbox with the official 2 s; each result is the official string."""
+    3.3.4 gate, then the sandbox with the official 2 s; each result is the official string, at each isolation level."""
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     runs = [(case, case.official) for case in cases.CASES] + [(case, case.stopped) for case in cases.CASES if case.stopped]
     assert len(runs) == len(cases.CASES) + sum(c.stopped is not None for c in cases.CASES)
@@ -210,7 +212,9 @@ def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypat
     mismatches = []
     for part, limits in ((endless, execution.OFFICIAL_LIMITS), (finite, unhurried)):
         programs = [case.program(verdict.completion) for case, verdict in part]
-        batch = execution.evaluate_programs("humaneval_v1", programs, limits=limits, cache_dir=tmp_path / "cache", progress=False)
+        batch = execution.evaluate_programs("humaneval_v1", programs, limits=limits, cache_dir=tmp_path / "cache", progress=False, level=level)
+        assert batch.summary["sandbox"] == level
+        assert all(got.confinement[0] == f"level:{level}" for got in batch.verdicts if not got.gated)
         for (case, verdict), got in zip(part, batch.verdicts):
             if (cases.comparable(got.result), got.passed, got.gated) != (cases.comparable(case.result_here(verdict)), verdict.passed, verdict.gated):
                 mismatches.append((case.name, got.result, case.result_here(verdict)))

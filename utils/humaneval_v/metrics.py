@@ -20,6 +20,7 @@ from lmms_tasks import HELP
 from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
 from lmms_tasks.utils.humaneval_v.passk import mean_of_estimates, pass_at_k
 from lmms_tasks.utils.services import status as run_status
+from lmms_tasks.utils.services.sandbox import LEVELS
 
 
 class ItemError(ValueError):
@@ -70,17 +71,18 @@ def _ordered(items: Iterable[Any], check: Any = _check) -> tuple[str, list[tuple
     return tasks.pop(), checked
 
 
-def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True) -> Scored:
+def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | None = None, records: bool = True, level: str = LEVELS[0]) -> Scored:
     """Execute one task's programs as one batch (the batch step calls this once per task). With `k`, each
     task's (qid's) unbiased pass@k is computed here, once (`Scored.task_pass`), and the execution summary
     (`<output_dir>/executions/<task>.summary.json`) also holds the per-task-type and per-capability pass@k
     breakdowns made from those estimates (`by_task_type`, `by_capability`). `records=False` (k-samples
     responses: the same programs, already run for the task's own batch) writes no records and reports no
-    fault (the output directory is still hidden from the programs)."""
+    fault (the output directory is still hidden from the programs). `level`: the sandbox's isolation level, the one the
+    task's loader recorded; every record names it (`sandbox`, and `confinement`: how the program ran)."""
     task, ordered = _ordered(items)
     checked = [item for _, item in ordered]
     programs = [p for i in checked for p in i["programs"]]
-    batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else ())
+    batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else (), level=level)
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
     item_verdicts: list[list[tuple[bool, bool]]] = [[] for _ in ordered]
     per_sample = []
@@ -100,6 +102,8 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
                     "result": verdict.result[:2000],
                     "status": verdict.status,
                     "cached": verdict.cached,
+                    "sandbox": level,
+                    "confinement": verdict.confinement,
                 }
             )
     scored = Scored(

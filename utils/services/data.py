@@ -80,8 +80,10 @@ PROVENANCE_KEY = "data_source"  # the task config's metadata key that records wh
 
 def metadata_of(config: Any) -> dict[str, Any]:
     """The `metadata` mapping of a task config as lmms-eval hands it (a `TaskConfig`, or the dict a command
-    loaded); {} when there is none."""
-    metadata = getattr(config, "metadata", None) if not isinstance(config, dict) else config.get("metadata")
+    loaded); {} when there is none. The attribute first: lmms-eval's TaskConfig is also a dict, an empty one."""
+    metadata = getattr(config, "metadata", None)
+    if metadata is None and isinstance(config, dict):
+        metadata = config.get("metadata")
     return metadata if isinstance(metadata, dict) else {}
 
 

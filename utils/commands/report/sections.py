@@ -822,18 +822,20 @@ def health_section(runs: Sequence[Run], judge: Mapping[tuple[str, str], dict[str
             row["record"],
         )
     jt.note = "From `judgements/<task>.summary.json` beside the results (tokens of fresh requests; cached requests' tokens separately), or the task's `judge_info` metric."
-    et = Table("health-exec", "Code executions (HumanEval-V)", ["Run", "Task", *(c for c, _, _ in _EXEC_COLUMNS), "Record"])
+    et = Table("health-exec", "Code executions (HumanEval-V)", ["Run", "Task", "Sandbox", *(c for c, _, _ in _EXEC_COLUMNS), "Record"])
     exec_plot: list[tuple[str, dict[str, Any]]] = []
     for run in runs:
         for summary in summaries(run, "executions"):
             record = f"`{summary.path.parent.name}/{summary.path.name}`"
             if summary.stale:
-                et.add(run.label, f"`{summary.task}`", *(NA for _ in _EXEC_COLUMNS), record + " (overwritten by a later run)")
+                et.add(run.label, f"`{summary.task}`", NA, *(NA for _ in _EXEC_COLUMNS), record + " (overwritten by a later run)")
                 continue
-            et.add(run.label, f"`{summary.task}`", *(fmt(summary.data.get(key), d) for _, key, d in _EXEC_COLUMNS), record)
+            level = summary.data.get("sandbox") or "bubblewrap"  # the only level before levels were recorded
+            et.add(run.label, f"`{summary.task}`", f"`{level}`", *(fmt(summary.data.get(key), d) for _, key, d in _EXEC_COLUMNS), record)
             exec_plot.append((f"{run.label}: {summary.task}", summary.data))
     et.note = (
-        "From `executions/<task>.summary.json`: gated = stopped by the pylint gate before running; lint and wall times of the scoring step."
+        "From `executions/<task>.summary.json`: sandbox = the isolation level the programs ran at (`HUMANEVAL_V_SANDBOX`: `process` has no "
+        "namespace isolation); gated = stopped by the pylint gate before running; lint and wall times of the scoring step."
     )
     ut = Table(
         "health-usage",

@@ -113,9 +113,10 @@ SERVICES = (
         "every variant of the hostile-program suite, also re-run as an unprivileged user and three times under CPU load",
         kind="code_execution",
         out_of_scope=(
-            "An unconfined fallback (a plain subprocess, as lm-evaluation-harness runs code): where bwrap cannot build a sandbox "
-            "(not installed, user namespaces refused) nothing runs; `unavailable()` and every program's result give the reason "
-            "and the fix.",
+            "A silent fallback: where bwrap cannot build a sandbox (not installed, user namespaces refused, /proc masked) nothing "
+            "runs; `preflight()` and every program's result give the reason. The `process` level (the same harness and limits "
+            "in a process and session of its own, no namespaces, for where the container is the sandbox) runs only when the "
+            "caller names it.",
             "Pre-started sandboxes: each program starts its own when its turn comes.",
         ),
         risk=(
