@@ -82,8 +82,11 @@ MAIN_COMMIT = "75571cfe"
 # The most non-test Python (`wc -l` of the added lines) one PR may add under lmms_eval/, by kind: a core change, a
 # benchmark (and within it its own task folder, `lib/` included), the judging service (all of it inside
 # lmms_eval/llm_judge/), the code-execution service, any other shared service. The whole stack is reported, not capped.
-CAPS = {"core": 100, "benchmark": 2500, "judging": 1000, "code_execution": 500, "service": 1000}
-BENCHMARK_FOLDER_CAP = 1600
+# code_execution 700 (was 500) and the folder 1,700 (was 1,600): the process isolation level for containers that refuse
+# user namespaces (its session and cgroup clean-up, the load-time check and its classified refusals) and HumanEval-V's
+# recording of the level.
+CAPS = {"core": 100, "benchmark": 2500, "judging": 1000, "code_execution": 700, "service": 1000}
+BENCHMARK_FOLDER_CAP = 1700
 JUDGING_HOME = "lmms_eval/llm_judge/"
 README_LIMIT = 150  # lines of a task folder's README (lmms-eval 0.7.3's task READMEs: median ~55, largest 225)
 
