@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lmms_tasks import tasks_path
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.humaneval_v import execution, hooks, metrics, passk
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
 from lmms_tasks.utils.services.data import DataError
@@ -32,7 +33,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
 
 
 def docs(task: str) -> list[dict[str, Any]]:
-    return list(hooks.dataset_for(task)()["test"])  # the task's custom_dataset loader, as lmms-eval calls it
+    return list(hooks.load_subtask(**task_config(task)["dataset_kwargs"])["test"])  # the task's custom_dataset loader, as lmms-eval calls it
 
 
 def test_refused_without_opt_in(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,7 +215,7 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     # the batch step executes and writes each task's pass@1 into its document, with the base qid as the cluster
     documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item, "parse_success_rate": item} for item in items], args=args)
     scored_items = [d["pass@1"] for d in documents]
-    assert hooks.agg_pass_at_1(scored_items) == 50.0  # 2 of 4
+    assert hooks.agg_pass_at_k(scored_items) == 50.0  # 2 of 4
     assert hooks.agg_parse_success_rate([d["parse_success_rate"] for d in documents]) == 75.0  # 1 of 4 gated
     # the breakdowns are in the execution summary, not in the results table
     summary = json.loads((tmp_path / "out" / "executions" / "humaneval_v_v2c.summary.json").read_text())
@@ -259,8 +260,8 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
     assert len(calls) == 1  # the batch step executes the task once...
     monkeypatch.setattr(execution.gate, "iter_pylint_errors", None)  # ...and the aggregations execute nothing
     scored = [d["pass@3"] for d in documents]
-    assert hooks.agg_pass_at_3(scored) == 57.5
-    assert hooks.agg_pass_at_3_unrounded(scored) == pytest.approx(57.5)
+    assert hooks.agg_pass_at_k(scored) == 57.5
+    assert hooks.agg_pass_at_k_unrounded(scored) == pytest.approx(57.5)
     # official denominator: sample_num (6) x tasks (4) = 24 samples, 6 of them gated -> 75.0
     assert hooks.agg_parse_success_rate(scored) == 75.0
     assert hooks.agg_parse_success_rate_unrounded(scored) == pytest.approx(75.0)
@@ -277,7 +278,7 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
     # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
     short_documents = hooks.score_batch([{"pass@3": i} for i in [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]])
     short = [d["pass@3"] for d in short_documents]
-    assert hooks.agg_pass_at_3(short) is None and hooks.agg_pass_at_3_unrounded(short) is None
+    assert hooks.agg_pass_at_k(short) is None and hooks.agg_pass_at_k_unrounded(short) is None
     assert _clt(short_documents, "pass@3", "pass@3") == "N/A" and not any("score" in i for i in short)
     assert hooks.agg_parse_success_rate(short) == 90.0
     # 1 of 3 samples gated: the official rounding hides the third decimal, the unrounded value keeps it
@@ -290,9 +291,9 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
 def test_bad_item_names_the_problem() -> None:
     with pytest.raises(ValueError, match="task/qid/programs"):
         hooks.score_batch([{"pass@1": {"task": "humaneval_v_v2c", "qid": "q1"}}])
-    unscored = [{"task": "humaneval_v_v2c", "qid": "q1", "programs": ["pass"]}]  # not scored by the batch step
+    unscored = [{"task": "humaneval_v_v2c", "setting": "v2c", "k": 1, "qid": "q1", "programs": ["pass"]}]  # not scored by the batch step
     with pytest.raises(ValueError, match="pass@1: no item carries .*process_results_batch"):
-        hooks.agg_pass_at_1(unscored)
+        hooks.agg_pass_at_k(unscored)
     with pytest.raises(ValueError, match="parse_success_rate: no item carries .*process_results_batch"):
         hooks.agg_parse_success_rate(unscored)
 
@@ -307,8 +308,8 @@ def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.F
     monkeypatch.setattr(metrics, "evaluate_programs", lambda task, programs, **kw: execution.ExecutionBatch(verdicts))
     run_status.clear()
     documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item} for item in items])
-    assert hooks.agg_pass_at_1([d["pass@1"] for d in documents]) == 0.0  # still scored (the program counts as failed)...
-    hooks.agg_pass_at_1_unrounded([d["pass@1_unrounded"] for d in documents])
+    assert hooks.agg_pass_at_k([d["pass@1"] for d in documents]) == 0.0  # still scored (the program counts as failed)...
+    hooks.agg_pass_at_k_unrounded([d["pass@1_unrounded"] for d in documents])
     (fault,) = run_status.faults("humaneval_v_v2c")  # ...but the run's exit status will say it is incomplete
     assert fault.code == run_status.EXIT_INCOMPLETE and "qid 'q2-2' sample 0" in fault.message and "BlockingIOError" in fault.message
     run_status.clear()
@@ -320,7 +321,7 @@ def test_v2t2c_step2_scores_each_task_on_its_first_description_document(data: fx
     items = []
     for row in rows:  # two descriptions per task, one greedy code each: q1 passes once, the others twice
         for index in range(2):
-            doc = {**row, "hev_task": "humaneval_v_t2c", "hev_setting": "t2c", "hev_sample_index": index, "hev_specification": "d"}
+            doc = {**row, "hev_task": "humaneval_v_t2c", "hev_setting": "t2c", "hev_k": 1, "hev_sample_index": index, "hev_specification": "d"}
             reply = "no code" if row["qid"] == "q1" and index == 1 else right[row["qid"]]
             items.append(hooks.process_results(doc, [reply])["pass@1"])
     documents = hooks.score_batch([{"pass@1": item} for item in reversed(items)])
@@ -329,7 +330,7 @@ def test_v2t2c_step2_scores_each_task_on_its_first_description_document(data: fx
 
 
 def test_description_rate_standard_error_over_tasks() -> None:
-    items = [{"task": "humaneval_v_v2t_pass3", "qid": f"q{i}", "descriptions": d} for i, d in enumerate([["a", "b"], ["", "c"], ["", " "]])]
+    items = [{"task": "humaneval_v_v2t_pass3", "setting": "v2t", "k": 3, "qid": f"q{i}", "descriptions": d} for i, d in enumerate([["a", "b"], ["", "c"], ["", " "]])]
     assert hooks.agg_description_rate(items) == 50.0
     shares = [100.0, 50.0, 0.0]
     documents = hooks.score_batch([{"description_rate": item} for item in items])
@@ -356,12 +357,12 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(
     task: str, data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count_calls: Callable[..., None]
 ) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
-    documents = list(hooks.dataset_for(task)()["test"])
-    k = hooks.k_of(task)
+    documents = list(hooks.load_subtask(**task_config(task)["dataset_kwargs"])["test"])
+    k = task_config(task)["dataset_kwargs"]["k"]
     replies = {q: f"```python\n{r['ground_truth_solution']}```" for q, r in rows.items()}
     items = [hooks.process_results(d, [replies[d["qid"]]] * (1 if k == 1 else 6)) for d in documents]
     entries = _metric_list(task)
-    assert {e["metric"] for e in entries} == set(hooks.metric_names(task)) == set(items[0])
+    assert {e["metric"] for e in entries} == set(items[0])
     counts: collections.Counter = collections.Counter()
     count_calls(counts, "Scored", metrics, "Scored")
     count_calls(counts, "validation", metrics, "_ordered")

@@ -76,10 +76,9 @@ def _task_entry(name: str, benchmark: str) -> Entry:
     prior = ""
     input_kind = "images"
     if benchmark == "humaneval_v":
-        from lmms_tasks.utils.humaneval_v.hooks import setting_of
         from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
 
-        setting = setting_of(name)
+        setting = (config.get("dataset_kwargs") or {}).get("setting")  # as the task's YAML declares it
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
         input_kind = "text only" if setting in SETTINGS and not SETTINGS[setting][1] else "images"  # the table's diagram column (v1 shows its image)
     elif benchmark == "vlm2_bench":

@@ -44,8 +44,23 @@ class Version:
     sampled_k: int
 
 
+def _declared_tasks() -> dict[tuple[str, int], str]:
+    """(setting, k) -> our task, as the HumanEval-V task YAMLs declare them (`dataset_kwargs: {setting, k}`)."""
+    from lmms_tasks import tasks_path
+    from lmms_tasks.utils.services.taskconfig import task_config
+
+    found: dict[tuple[str, int], str] = {}
+    for path in sorted((Path(tasks_path()) / "humaneval_v").glob("*.yaml")):
+        kwargs = task_config(path.stem).get("dataset_kwargs") if path.stem != "humaneval_v" else None
+        if isinstance(kwargs, dict) and "setting" in kwargs:
+            found.setdefault((str(kwargs["setting"]), int(kwargs.get("k", 1))), path.stem)
+    return found
+
+
+OFFICIAL_V2_K = 3  # the official v2 scorer: one sample -> pass@1, more -> pass@3 (compute_score)
+_DECLARED = _declared_tasks()
 VERSIONS = {
-    "v2": Version("v2", {(s, many): f"humaneval_v_{s}{'_pass3' if many else ''}" for s in SETTINGS for many in (False, True)}, 3),
+    "v2": Version("v2", {(s, many): _DECLARED[(s, OFFICIAL_V2_K if many else 1)] for s in SETTINGS for many in (False, True)}, OFFICIAL_V2_K),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
     "v1": Version("v1", {(v1.SETTING, k > 1): task for task, k in v1.TASKS.items()}, max(v1.TASKS.values())),
 }
@@ -361,14 +376,23 @@ def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
     return None
 
 
+def declared_setting(task: str) -> str | None:
+    """The setting the task's YAML declares (`dataset_kwargs.setting`); None for a task we do not have."""
+    from lmms_tasks.utils.services.taskconfig import task_config
+
+    try:
+        return (task_config(task).get("dataset_kwargs") or {}).get("setting")
+    except KeyError:
+        return None
+
+
 def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None) -> list[Written]:
     """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir), with the
     data of `source` (the one the runs recorded: `data_sources.run_data`)."""
     from lmms_tasks.utils.commands.tasks import benchmark_of
-    from lmms_tasks.utils.humaneval_v.hooks import setting_of
     from lmms_tasks.utils.humaneval_v.prompts import build_prompt
 
-    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and setting_of(t.task) in SETTINGS]
+    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and declared_setting(t.task) in SETTINGS]
     if not mine:
         return []
     try:
@@ -388,7 +412,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
         written.append(Written(name, "" if exp == "V2T" else command))
 
     for run_task in mine:
-        setting = setting_of(run_task.task)
+        setting = declared_setting(run_task.task)
         items = _items(run_task.samples_path)
         unknown = [i["qid"] for i in items if str(i["qid"]) not in rows]
         if unknown:
