@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmms_tasks.utils.commands.tasks import declared_variants
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
 from lmms_tasks.utils.humaneval_v import v1
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, TABLE
@@ -44,21 +45,8 @@ class Version:
     sampled_k: int
 
 
-def _declared_tasks() -> dict[tuple[str, int], str]:
-    """(setting, k) -> our task, as the HumanEval-V task YAMLs declare them (`dataset_kwargs: {setting, k}`)."""
-    from lmms_tasks import tasks_path
-    from lmms_tasks.utils.services.taskconfig import task_config
-
-    found: dict[tuple[str, int], str] = {}
-    for path in sorted((Path(tasks_path()) / "humaneval_v").glob("*.yaml")):
-        kwargs = task_config(path.stem).get("dataset_kwargs") if path.stem != "humaneval_v" else None
-        if isinstance(kwargs, dict) and "setting" in kwargs:
-            found.setdefault((str(kwargs["setting"]), int(kwargs.get("k", 1))), path.stem)
-    return found
-
-
 OFFICIAL_V2_K = 3  # the official v2 scorer: one sample -> pass@1, more -> pass@3 (compute_score)
-_DECLARED = _declared_tasks()
+_DECLARED = declared_variants("humaneval_v", ("setting", "k"))  # (setting, k) -> our task, as the task YAMLs declare them
 VERSIONS = {
     "v2": Version("v2", {(s, many): _DECLARED[(s, OFFICIAL_V2_K if many else 1)] for s in SETTINGS for many in (False, True)}, OFFICIAL_V2_K),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
@@ -324,8 +312,9 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
     if n > 1 and n < version.sampled_k:
         imported.warnings.append(f"{path}: {n} predictions per task: pass@{version.sampled_k} needs at least {version.sampled_k}, as officially (no score)")
     if exp == STRONG_CODER:
+        k = version.sampled_k if n > 1 else 1
         imported.notes.append(
-            f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{'3' if n > 1 else '1'} of humaneval_v_v2t{'_pass3' if n > 1 else ''} in a run"
+            f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{k} of {_DECLARED[('v2t', k)]} in a run"
         )
     return imported
 
