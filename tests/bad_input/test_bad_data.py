@@ -220,8 +220,6 @@ def load_docs(benchmark: str, task: str) -> Any:
     """The task's own `custom_dataset` loader, as lmms-eval calls it before any model request."""
     module = importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks")
     name = f"vlm2_bench_{task}" if benchmark == "vlm2_bench" else TASK_OF[benchmark]
-    if benchmark == "vlm2_bench":
-        return module.dataset_for(name)()["test"]
     return module.load_subtask(**task_config(name)["dataset_kwargs"])["test"]  # as lmms-eval calls it, with the YAML's dataset_kwargs
 
 
