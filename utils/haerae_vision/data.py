@@ -48,7 +48,7 @@ def load_split(source: DataSource = SOURCE) -> datasets.Dataset:
 def stamp_variant(dataset: datasets.Dataset, variant: str) -> datasets.Dataset:
     """Add the per-variant columns without touching (or decoding) the image column."""
     if f"question_{variant}" not in dataset.column_names:
-        raise DataError(f"{task_name(variant)}: the data has no question_{variant} column for its variant {variant!r} (it has {sorted(c for c in dataset.column_names if c.startswith('question_'))})")
+        raise DataError(f"{task_name(variant)}: the data has no question_{variant} column for its variant {variant!r} (it has {sorted(c for c in dataset.column_names if c.startswith('question_') and c != 'question_idx')})")
     table = dataset.data
     ids = table.column("question_idx").to_pylist()
     questions = table.column(f"question_{variant}").to_pylist()

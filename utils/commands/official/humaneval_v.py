@@ -283,13 +283,14 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
     if unknown:
         raise OfficialFormatError(f"{path}: qid {unknown[0]!r} is not in the data ({len(unknown)} unknown qid(s))")
     samples = []
+    k = next(k for (setting, k), declared in _DECLARED.items() if declared == task) if version.name == "v2" else None  # the k its YAML declares
     position = {qid: i for i, qid in enumerate(rows)}
     for qid, predictions in by_qid.items():
         row = rows[qid]
         if version.name == "v1":
             samples.append(sample(position[qid], process(row, predictions)))
             continue
-        stamp = {"hev_task": task, "hev_setting": ours, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
+        stamp = {"hev_task": task, "hev_setting": ours, "hev_k": k, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
         if ours == "t2c":  # one document per description, one greedy code each, numbered as a run numbers them
             for index, prediction in enumerate(predictions):
                 samples.append(sample(position[qid] * n + index, process({**row, **stamp, "hev_sample_index": index}, [prediction])))
