@@ -84,6 +84,27 @@ def test_refused_at_load_without_a_sandbox(data: fx.FixtureSet, monkeypatch: pyt
         sandbox.bubblewrap.cache_clear()
 
 
+def test_the_setting_and_k_are_the_declared_ones(data: fx.FixtureSet) -> None:
+    """The loader stamps what the YAML declares (issue 54), whatever the task is called; k defaults to 1 (greedy)."""
+    (doc, *_) = hooks.load_subtask(subtask="renamed_anything_pass3", setting="v2c_cot")["test"]
+    assert (doc["hev_task"], doc["hev_setting"], doc["hev_k"]) == ("humaneval_v_renamed_anything_pass3", "v2c_cot", 1)
+    (doc, *_) = hooks.load_subtask(subtask="v2c", setting="v2c", k=5)["test"]
+    assert (doc["hev_setting"], doc["hev_k"]) == ("v2c", 5)
+    assert set(hooks.process_results(doc, ["x"] * 5)) == {"pass@5", "pass@5_unrounded", "parse_success_rate", "parse_success_rate_unrounded"}
+    for bad in ({"setting": "v3c"}, {"setting": "v2c", "k": 0}, {"setting": "v2c", "k": "10"}):
+        with pytest.raises(DataError, match="humaneval_v_x: dataset_kwargs"):
+            hooks.load_subtask(subtask="x", **bad)
+
+
+def test_a_k_its_metric_list_lacks_is_named(data: fx.FixtureSet) -> None:
+    """k = 10 declared beside a metric_list of pass@3: lmms-eval would drop the pass@10 items silently."""
+    (doc, *_) = hooks.load_subtask(subtask="v2c_pass10", setting="v2c", k=10)["test"]
+    item = hooks.process_results(doc, ["x"] * 10)
+    config = {"metric_list": [{"metric": m} for m in ("pass@3", "pass@3_unrounded", "parse_success_rate", "parse_success_rate_unrounded")]}
+    with pytest.raises(ValueError, match=r"humaneval_v_v2c_pass10: .*k = 10 .*lacks \['pass@10', 'pass@10_unrounded'\]"):
+        hooks.score_batch([item], config=config)
+
+
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
     v2c = docs("humaneval_v_v2c")
