@@ -253,6 +253,22 @@ def test_a_third_variant_leaves_the_original_explicit_gap_unchanged(third: str |
     )
 
 
+@pytest.mark.parametrize("task,variant", [("haerae_vision_original", "original"), ("haerae_vision_explicit", "explicit")])
+def test_each_task_asks_the_questions_of_the_variant_its_yaml_declares(task: str, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_tasks.utils.services.status import INSPECTING
+    from lmms_tasks.utils.services.taskconfig import task_config
+    from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
+
+    fixtures = hv_fixture.write(tmp_path / "data")
+    for key, value in fixtures.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    docs = list(hooks.load_subtask(metadata={INSPECTING: True}, **task_config(task)["dataset_kwargs"])["test"])
+    assert docs and {(d["hv_task"], d["hv_variant"]) for d in docs} == {(task, variant)}
+    assert all(d["question_used"] == d[f"question_{variant}"] for d in docs)
+    assert any(d["question_original"] != d["question_explicit"] for d in docs)  # the variants differ in the data
+
+
 def test_a_variant_is_a_question_column_of_the_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The variant a YAML declares reads its question_<variant> column: one the data lacks is named."""
     from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
