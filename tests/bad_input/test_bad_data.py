@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from lmms_tasks.utils.services.data import DataError
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fixture
@@ -218,7 +219,7 @@ def load_docs(benchmark: str, task: str) -> Any:
     """The task's own `custom_dataset` loader, as lmms-eval calls it before any model request."""
     module = importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks")
     name = f"vlm2_bench_{task}" if benchmark == "vlm2_bench" else TASK_OF[benchmark]
-    return module.dataset_for(name)()["test"]
+    return module.load_subtask(**task_config(name)["dataset_kwargs"])["test"]  # as lmms-eval calls it, with the YAML's dataset_kwargs
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.benchmark}-{c.name}")

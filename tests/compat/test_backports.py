@@ -36,6 +36,17 @@ def test_stock_lmms_eval_gets_every_backport_but_the_exit_status_outside_the_cli
     assert all(s.PATCHES for s in compat.SHIMS)  # each names the patch that retires it
 
 
+def test_each_shim_names_the_patches_of_the_series_that_retire_it() -> None:
+    """Every shim names patch files of the series (the one the upstream PRs target), and every patch whose
+    feature stock 0.7.3 lacks is named by a shim (0009 is main's only: 0.7.3 has that feature)."""
+    from lmms_tasks.utils.commands.upstream import series
+
+    in_series = {p.stem for p in (series.SERIES_DIR / "main").glob("*.patch")}
+    named = {patch for shim in compat.SHIMS for patch in shim.PATCHES}
+    assert named <= in_series, sorted(named - in_series)
+    assert in_series - named == {name for name, versions in series.ONLY_IN.items() if "0.7.3" not in versions}
+
+
 def test_task_config_accepts_the_patched_fields() -> None:
     from lmms_eval.api.task import TaskConfig
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing import patched
 from lmms_tasks.utils.testing.cases import haerae_vision as hv_cases
 from lmms_tasks.utils.testing.cases import humaneval_v as hev_cases
@@ -123,7 +124,7 @@ def humaneval_v(replay: Any) -> dict[str, Any]:
     run, _, _ = replay("hev")
     from lmms_tasks.utils.humaneval_v import hooks
 
-    docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v_v2c")()["test"]}
+    docs = {d["qid"]: d for d in hooks.load_subtask(**task_config("humaneval_v_v2c")["dataset_kwargs"])["test"]}
     direct = {qid: hooks.process_results(doc, [_as_model_gives_it(hev_cases.case_for(qid).reply)])["pass@1"] for qid, doc in docs.items()}
     from lmms_tasks.utils.humaneval_v import metrics
 
@@ -168,7 +169,7 @@ def humaneval_v1(replay: Any) -> dict[str, Any]:
     run, _, _ = replay("hev1")
     from lmms_tasks.utils.humaneval_v import hooks, metrics
 
-    docs = {d["qid"]: d for d in hooks.dataset_for("humaneval_v1")()["test"]}
+    docs = {d["qid"]: d for d in hooks.load_subtask(**task_config("humaneval_v1")["dataset_kwargs"])["test"]}
     direct = {qid: hooks.process_results(doc, [hev1_cases.case_for(qid).reply])["pass@1"] for qid, doc in docs.items()}
     scored = metrics.score_items(list(direct.values()))
     return {"run": run, "direct": direct, "direct_passed": scored.passed_by_qid, "records": {r["qid"]: r for r in _records(run, "executions", "humaneval_v1")}}

@@ -85,5 +85,6 @@ def test_empty_question_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_unknown_variant() -> None:
-    with pytest.raises(ValueError, match="variant"):
+    """A variant is a question_<variant> column of the data: one the data lacks is named."""
+    with pytest.raises(DataError, match="haerae_vision_implicit: the data has no question_implicit column"):
         data.stamp_variant(datasets.Dataset.from_dict({"question_idx": [1]}), "implicit")

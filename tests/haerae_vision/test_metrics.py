@@ -236,6 +236,50 @@ def test_group_gap_pairs_by_question_idx(judge_env: StandInServer) -> None:
     assert hooks.group_underspec_gap([0.5, 0.7], [4, 4], False, subtasks=tasks) is None
 
 
+@pytest.mark.parametrize("third", [None, "formal"])
+def test_a_third_variant_leaves_the_original_explicit_gap_unchanged(third: str | None) -> None:
+    """A variant added by a third YAML (issue 54): a run with it, and a run without it, give the same
+    original-vs-explicit gap, by hand: (1.0 - 0.5) and (0.25 - 0.75) over questions 1 and 2 -> 0.0;
+    question 3 is judged in one variant only and is left out."""
+    original, explicit = {"1": 0.5, "2": 0.75, "3": 1.0}, {"1": 1.0, "2": 0.25}
+    tasks, values = ["haerae_vision_original", "haerae_vision_explicit"], [original, explicit]
+    if third is not None:
+        tasks.insert(1, f"haerae_vision_{third}")
+        values.insert(1, {"1": 0.0, "2": 0.0, "3": 0.0})
+    sizes = [3] * len(tasks)
+    assert hooks.group_underspec_gap(values, sizes, False, subtasks=tasks) == pytest.approx(((1.0 - 0.5) + (0.25 - 0.75)) / 2)
+    assert hooks.group_underspec_gap.stderr(["N/A"] * len(tasks), sizes, False, subtasks=tasks, values=values) == pytest.approx(
+        math.sqrt(((0.5 - 0.0) ** 2 + (-0.5 - 0.0) ** 2) / 1) / math.sqrt(2)
+    )
+
+
+@pytest.mark.parametrize("task,variant", [("haerae_vision_original", "original"), ("haerae_vision_explicit", "explicit")])
+def test_each_task_asks_the_questions_of_the_variant_its_yaml_declares(task: str, variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_tasks.utils.services.status import INSPECTING
+    from lmms_tasks.utils.services.taskconfig import task_config
+    from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
+
+    fixtures = hv_fixture.write(tmp_path / "data")
+    for key, value in fixtures.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    docs = list(hooks.load_subtask(metadata={INSPECTING: True}, **task_config(task)["dataset_kwargs"])["test"])
+    assert docs and {(d["hv_task"], d["hv_variant"]) for d in docs} == {(task, variant)}
+    assert all(d["question_used"] == d[f"question_{variant}"] for d in docs)
+    assert any(d["question_original"] != d["question_explicit"] for d in docs)  # the variants differ in the data
+
+
+def test_a_variant_is_a_question_column_of_the_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variant a YAML declares reads its question_<variant> column: one the data lacks is named."""
+    from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
+
+    for key, value in hv_fixture.write(tmp_path / "data").env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    with pytest.raises(DataError, match="haerae_vision_formal: .*no question_formal column"):
+        hooks.load_subtask(metadata={"version": 0.1, "judge": {"preflight": False}}, variant="formal")
+
+
 def _scored(variant: str, scores: dict[str, float]) -> dict[str, float]:
     return metrics.ScoredTask(task=f"haerae_vision_{variant}", variant=variant, scores=scores, categories={q: "" for q in scores}, judge_info="").item_scores()
 
@@ -271,7 +315,7 @@ def test_bad_judge_setting_stops_the_loader_before_inference(monkeypatch: pytest
     monkeypatch.setenv("LMMS_TASKS_JUDGE_CONCURRENCY", "많이")
     monkeypatch.setenv("HAERAE_VISION_DATA", "/nonexistent")  # never reached
     with pytest.raises(DataError, match="haerae_vision_original: .*LMMS_TASKS_JUDGE_CONCURRENCY") as stopped:
-        hooks.load_subtask(metadata={"version": 0.1}, subtask="original")  # as lmms-eval calls the template's custom_dataset
+        hooks.load_subtask(metadata={"version": 0.1}, variant="original")  # as lmms-eval calls the template's custom_dataset
     assert isinstance(stopped.value.__cause__, judge.JudgeConfigError)
 
 

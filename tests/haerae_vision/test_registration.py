@@ -39,7 +39,7 @@ def test_task_settings_follow_the_official_pipeline() -> None:
         assert config["generation_kwargs"] == {"max_new_tokens": 512, "temperature": 0.2, "top_p": 0.95, "do_sample": True, "until": []}
         assert config["reasoning_tags"] == "none"
         assert config["custom_dataset"] == "!function utils.load_subtask" and "process_docs" not in config
-        assert config["dataset_kwargs"] == {"subtask": variant} and config["tag"] == "haerae_vision_tasks"
+        assert config["dataset_kwargs"] == {"variant": variant} and config["tag"] == "haerae_vision_tasks"
         metrics = [entry["metric"] for entry in config["metric_list"]]
         assert sorted(metrics) == sorted(COMMON_METRICS)
         # per-item scores for lmms-eval's CLT stderr and --baseline, written by the batch step

@@ -17,6 +17,7 @@ from lmms_tasks.utils.humaneval_v import execution, hooks, metrics, passk
 from lmms_tasks.utils.humaneval_v.execution import CodeExecutionNotAllowed
 from lmms_tasks.utils.services.data import DataError
 from lmms_tasks.utils.services.prompts import prompt
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
 
@@ -32,7 +33,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
 
 
 def docs(task: str) -> list[dict[str, Any]]:
-    return list(hooks.dataset_for(task)()["test"])  # the task's custom_dataset loader, as lmms-eval calls it
+    return list(hooks.load_subtask(**task_config(task)["dataset_kwargs"])["test"])  # the task's custom_dataset loader, as lmms-eval calls it
 
 
 def test_refused_without_opt_in(data: fx.FixtureSet, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,6 +117,27 @@ def test_the_level_is_chosen_only_by_the_setting_and_recorded_in_the_task_metada
     finally:
         sandbox.bubblewrap.cache_clear()
         sandbox.preflight.cache_clear()
+
+
+def test_the_setting_and_k_are_the_declared_ones(data: fx.FixtureSet) -> None:
+    """The loader stamps what the YAML declares (issue 54), whatever the task is called; k defaults to 1 (greedy)."""
+    (doc, *_) = hooks.load_subtask(subtask="renamed_anything_pass3", setting="v2c_cot")["test"]
+    assert (doc["hev_task"], doc["hev_setting"], doc["hev_k"]) == ("humaneval_v_renamed_anything_pass3", "v2c_cot", 1)
+    (doc, *_) = hooks.load_subtask(subtask="v2c", setting="v2c", k=5)["test"]
+    assert (doc["hev_setting"], doc["hev_k"]) == ("v2c", 5)
+    assert set(hooks.process_results(doc, ["x"] * 5)) == {"pass@5", "pass@5_unrounded", "parse_success_rate", "parse_success_rate_unrounded"}
+    for bad in ({"setting": "v3c"}, {"setting": "v2c", "k": 0}, {"setting": "v2c", "k": "10"}):
+        with pytest.raises(DataError, match="humaneval_v_x: dataset_kwargs"):
+            hooks.load_subtask(subtask="x", **bad)
+
+
+def test_a_k_its_metric_list_lacks_is_named(data: fx.FixtureSet) -> None:
+    """k = 10 declared beside a metric_list of pass@3: lmms-eval would drop the pass@10 items silently."""
+    (doc, *_) = hooks.load_subtask(subtask="v2c_pass10", setting="v2c", k=10)["test"]
+    item = hooks.process_results(doc, ["x"] * 10)
+    config = {"metric_list": [{"metric": m} for m in ("pass@3", "pass@3_unrounded", "parse_success_rate", "parse_success_rate_unrounded")]}
+    with pytest.raises(ValueError, match=r"humaneval_v_v2c_pass10: .*k = 10 .*lacks \['pass@10', 'pass@10_unrounded'\]"):
+        hooks.score_batch([item], config=config)
 
 
 def test_documents_and_prompts(data: fx.FixtureSet) -> None:
@@ -251,7 +273,7 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     config = {"metadata": {"version": 2.0, "sandbox": level}}  # as the task's loader recorded it
     documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item, "parse_success_rate": item} for item in items], args=args, config=config)
     scored_items = [d["pass@1"] for d in documents]
-    assert hooks.agg_pass_at_1(scored_items) == 50.0  # 2 of 4
+    assert hooks.agg_pass_at_k(scored_items) == 50.0  # 2 of 4
     assert hooks.agg_parse_success_rate([d["parse_success_rate"] for d in documents]) == 75.0  # 1 of 4 gated
     # the breakdowns are in the execution summary, not in the results table
     summary = json.loads((tmp_path / "out" / "executions" / "humaneval_v_v2c.summary.json").read_text())
@@ -298,8 +320,8 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
     assert len(calls) == 1  # the batch step executes the task once...
     monkeypatch.setattr(execution.gate, "iter_pylint_errors", None)  # ...and the aggregations execute nothing
     scored = [d["pass@3"] for d in documents]
-    assert hooks.agg_pass_at_3(scored) == 57.5
-    assert hooks.agg_pass_at_3_unrounded(scored) == pytest.approx(57.5)
+    assert hooks.agg_pass_at_k(scored) == 57.5
+    assert hooks.agg_pass_at_k_unrounded(scored) == pytest.approx(57.5)
     # official denominator: sample_num (6) x tasks (4) = 24 samples, 6 of them gated -> 75.0
     assert hooks.agg_parse_success_rate(scored) == 75.0
     assert hooks.agg_parse_success_rate_unrounded(scored) == pytest.approx(75.0)
@@ -316,7 +338,7 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
     # all samples (2 of 20 gated), not sample_num x tasks (which would depend on which task came last)
     short_documents = hooks.score_batch([{"pass@3": i} for i in [dict(items[0], programs=items[0]["programs"][:2])] + items[1:]])
     short = [d["pass@3"] for d in short_documents]
-    assert hooks.agg_pass_at_3(short) is None and hooks.agg_pass_at_3_unrounded(short) is None
+    assert hooks.agg_pass_at_k(short) is None and hooks.agg_pass_at_k_unrounded(short) is None
     assert _clt(short_documents, "pass@3", "pass@3") == "N/A" and not any("score" in i for i in short)
     assert hooks.agg_parse_success_rate(short) == 90.0
     # 1 of 3 samples gated: the official rounding hides the third decimal, the unrounded value keeps it
@@ -329,9 +351,9 @@ def test_pass3_scored_once_by_the_batch_step(data: fx.FixtureSet, monkeypatch: p
 def test_bad_item_names_the_problem() -> None:
     with pytest.raises(ValueError, match="task/qid/programs"):
         hooks.score_batch([{"pass@1": {"task": "humaneval_v_v2c", "qid": "q1"}}])
-    unscored = [{"task": "humaneval_v_v2c", "qid": "q1", "programs": ["pass"]}]  # not scored by the batch step
+    unscored = [{"task": "humaneval_v_v2c", "setting": "v2c", "k": 1, "qid": "q1", "programs": ["pass"]}]  # not scored by the batch step
     with pytest.raises(ValueError, match="pass@1: no item carries .*process_results_batch"):
-        hooks.agg_pass_at_1(unscored)
+        hooks.agg_pass_at_k(unscored)
     with pytest.raises(ValueError, match="parse_success_rate: no item carries .*process_results_batch"):
         hooks.agg_parse_success_rate(unscored)
 
@@ -346,8 +368,8 @@ def test_a_program_the_sandbox_could_not_run_makes_scoring_incomplete(data: fx.F
     monkeypatch.setattr(metrics, "evaluate_programs", lambda task, programs, **kw: execution.ExecutionBatch(verdicts))
     run_status.clear()
     documents = hooks.score_batch([{"pass@1": item, "pass@1_unrounded": item} for item in items])
-    assert hooks.agg_pass_at_1([d["pass@1"] for d in documents]) == 0.0  # still scored (the program counts as failed)...
-    hooks.agg_pass_at_1_unrounded([d["pass@1_unrounded"] for d in documents])
+    assert hooks.agg_pass_at_k([d["pass@1"] for d in documents]) == 0.0  # still scored (the program counts as failed)...
+    hooks.agg_pass_at_k_unrounded([d["pass@1_unrounded"] for d in documents])
     (fault,) = run_status.faults("humaneval_v_v2c")  # ...but the run's exit status will say it is incomplete
     assert fault.code == run_status.EXIT_INCOMPLETE and "qid 'q2-2' sample 0" in fault.message and "BlockingIOError" in fault.message
     run_status.clear()
@@ -359,7 +381,7 @@ def test_v2t2c_step2_scores_each_task_on_its_first_description_document(data: fx
     items = []
     for row in rows:  # two descriptions per task, one greedy code each: q1 passes once, the others twice
         for index in range(2):
-            doc = {**row, "hev_task": "humaneval_v_t2c", "hev_setting": "t2c", "hev_sample_index": index, "hev_specification": "d"}
+            doc = {**row, "hev_task": "humaneval_v_t2c", "hev_setting": "t2c", "hev_k": 1, "hev_sample_index": index, "hev_specification": "d"}
             reply = "no code" if row["qid"] == "q1" and index == 1 else right[row["qid"]]
             items.append(hooks.process_results(doc, [reply])["pass@1"])
     documents = hooks.score_batch([{"pass@1": item} for item in reversed(items)])
@@ -368,7 +390,7 @@ def test_v2t2c_step2_scores_each_task_on_its_first_description_document(data: fx
 
 
 def test_description_rate_standard_error_over_tasks() -> None:
-    items = [{"task": "humaneval_v_v2t_pass3", "qid": f"q{i}", "descriptions": d} for i, d in enumerate([["a", "b"], ["", "c"], ["", " "]])]
+    items = [{"task": "humaneval_v_v2t_pass3", "setting": "v2t", "k": 3, "qid": f"q{i}", "descriptions": d} for i, d in enumerate([["a", "b"], ["", "c"], ["", " "]])]
     assert hooks.agg_description_rate(items) == 50.0
     shares = [100.0, 50.0, 0.0]
     documents = hooks.score_batch([{"description_rate": item} for item in items])
@@ -395,12 +417,12 @@ def test_a_task_is_scored_once_and_its_aggregations_rebuild_nothing(
     task: str, data: fx.FixtureSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count_calls: Callable[..., None]
 ) -> None:
     rows = {r["qid"]: r for r in data.records[fx.RECORDS_KEY]}
-    documents = list(hooks.dataset_for(task)()["test"])
-    k = hooks.k_of(task)
+    documents = list(hooks.load_subtask(**task_config(task)["dataset_kwargs"])["test"])
+    k = task_config(task)["dataset_kwargs"]["k"]
     replies = {q: f"```python\n{r['ground_truth_solution']}```" for q, r in rows.items()}
     items = [hooks.process_results(d, [replies[d["qid"]]] * (1 if k == 1 else 6)) for d in documents]
     entries = _metric_list(task)
-    assert {e["metric"] for e in entries} == set(hooks.metric_names(task)) == set(items[0])
+    assert {e["metric"] for e in entries} == set(items[0])
     counts: collections.Counter = collections.Counter()
     count_calls(counts, "Scored", metrics, "Scored")
     count_calls(counts, "validation", metrics, "_ordered")

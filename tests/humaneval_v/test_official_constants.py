@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lmms_tasks.utils.humaneval_v import execution, hooks
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 
 
@@ -24,7 +25,7 @@ def test_the_tasks_run_programs_under_the_official_two_seconds(tmp_path: Path, m
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
-    (doc,) = hooks.dataset_for("humaneval_v_v2c")()["test"]
+    (doc,) = hooks.load_subtask(**task_config("humaneval_v_v2c")["dataset_kwargs"])["test"]
     body = "    total = 0\n    for i in range(1, n + 1):\n        total += i\n    return total\n"
 
     def reply(pause: float) -> str:
@@ -35,7 +36,7 @@ def test_the_tasks_run_programs_under_the_official_two_seconds(tmp_path: Path, m
     inside = hooks.process_results(doc, [reply(0.25)])["pass@1"]
     past = hooks.process_results(doc, [reply(0.7)])["pass@1"]
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
-    assert hooks.agg_pass_at_1([hooks.score_batch([{"pass@1": inside}], args=args)[0]["pass@1"]]) == 100.0
-    assert hooks.agg_pass_at_1([hooks.score_batch([{"pass@1": past}], args=args)[0]["pass@1"]]) == 0.0
+    assert hooks.agg_pass_at_k([hooks.score_batch([{"pass@1": inside}], args=args)[0]["pass@1"]]) == 100.0
+    assert hooks.agg_pass_at_k([hooks.score_batch([{"pass@1": past}], args=args)[0]["pass@1"]]) == 0.0
     (record,) = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
     assert record["result"] == "Test Case Execution Time Out (> 2 seconds)", record

@@ -70,4 +70,4 @@ def test_every_task_names_itself_to_the_shared_loader() -> None:
     for task in [*TASKS, "humaneval_v1", "humaneval_v1_pass10"]:
         config = task_config(task)
         assert config["custom_dataset"] == "!function utils.load_subtask"
-        assert task_of(config["dataset_kwargs"]["subtask"]) == task
+        assert task_of(config["dataset_kwargs"]["subtask"], config["dataset_kwargs"]["setting"]) == task

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.humaneval_v import execution, hooks, v1
+from lmms_tasks.utils.humaneval_v import execution, hooks, metrics, v1
 from lmms_tasks.utils.humaneval_v.extraction_v1 import post_process, select_content, stop_at_fence
 from lmms_tasks.utils.humaneval_v.metrics import ItemError
 from lmms_tasks.utils.humaneval_v.passk import pass_at_k_score
@@ -46,7 +46,7 @@ def v1_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fx.FixtureSet:
 
 
 def docs(task: str) -> list[dict[str, Any]]:
-    return list(hooks.dataset_for(task)()["test"])
+    return list(hooks.load_subtask(**task_config(task)["dataset_kwargs"])["test"])
 
 
 def warnings_during(fn: Any) -> list[str]:
@@ -212,7 +212,7 @@ def test_gate_and_execution_equal_the_official_results(tmp_path: Path, monkeypat
     mismatches = []
     for part, limits in ((endless, execution.OFFICIAL_LIMITS), (finite, unhurried)):
         programs = [case.program(verdict.completion) for case, verdict in part]
-        batch = execution.evaluate_programs("humaneval_v1", programs, limits=limits, cache_dir=tmp_path / "cache", progress=False, level=level)
+        batch = execution.evaluate_programs("humaneval_v1", programs, limits=limits, cache_dir=tmp_path / "cache", progress=False, wording=execution.V1, level=level)
         assert batch.summary["sandbox"] == level
         assert all(got.confinement[0] == f"level:{level}" for got in batch.verdicts if not got.gated)
         for (case, verdict), got in zip(part, batch.verdicts):
@@ -225,8 +225,7 @@ def test_v1_result_wording() -> None:
     def outcome(status: str, message: str, exception: str = "") -> ExecResult:
         return ExecResult(status=status, message=message, passed=status == "passed", exception=exception)
 
-    v1_words = execution.wording_for("humaneval_v1_pass10")
-    assert v1_words is execution.V1 and execution.wording_for("humaneval_v_v2c") is execution.V2
+    v1_words = execution.V1  # the v1 tasks' items carry setting v1 (their YAML declares it): metrics.score_items picks V1
     assert v1_words.executed(outcome("passed", "passed")) == "passed"
     assert v1_words.executed(outcome("timeout", "Test Case Execution Time Out (> 2 seconds)")) == "timed out"
     assert v1_words.executed(outcome("failed", "", "AssertionError")) == "failed: "
@@ -243,7 +242,7 @@ def test_v1_result_wording() -> None:
 
 def _doc(task: str, qid: str, signature: str, test: str) -> dict[str, Any]:
     """A document as the v1 loader stamps it (process_results reads nothing else)."""
-    return {"qid": qid, "function_signature": signature, "test_script": test, "hev_task": task, "hev_setting": "v1", "hev_sample_index": 0}
+    return {"qid": qid, "function_signature": signature, "test_script": test, "hev_task": task, "hev_setting": "v1", "hev_k": task_config(task)["dataset_kwargs"]["k"], "hev_sample_index": 0}
 
 
 def test_process_results_scores_the_reply_as_received_and_marks_the_stop_string() -> None:
@@ -274,13 +273,14 @@ def test_pass_at_10_and_pass_at_1_of_twenty_samples(tmp_path: Path, monkeypatch:
     by_hand = [1 - comb(20 - c, 10) / comb(20, 10) for c in (1, 5, 13)]  # 0.5, 0.98375..., 1.0
     args = type("Args", (), {"output_path": str(tmp_path / "out")})()
     items = [d["pass@10"] for d in hooks.score_batch([{"pass@10": item} for item in items], args=args)]  # executed once, here
-    assert hooks.agg_pass_at_10(items) == 82.8 == round(100 * sum(by_hand) / 3, 1)
-    assert hooks.agg_pass_at_10_unrounded(items) == pytest.approx(100 * sum(by_hand) / 3, abs=1e-9)
+    assert hooks.agg_pass_at_k(items) == 82.8 == round(100 * sum(by_hand) / 3, 1)
+    assert hooks.agg_pass_at_k_unrounded(items) == pytest.approx(100 * sum(by_hand) / 3, abs=1e-9)
     # the official example's pass@1 of the same samples, from the verdicts the batch step wrote; the task reports
     # pass@10 only, so its items carry no pass@1 estimate for an aggregation to read
     assert pass_at_k_score({i["qid"]: i["passed"] for i in items}, 1) == 31.7 == round(100 * (1 + 5 + 13) / 60, 1)
+    assert {i["k"] for i in items} == {10}  # the k its YAML declares, which agg_pass_at_k reads
     with pytest.raises(ItemError, match="pass@1: no item carries"):
-        hooks.agg_pass_at_1(items)
+        metrics.pass_at_from(items, 1)
     assert hooks.agg_parse_success_rate(items) == 100.0
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v1_pass10.jsonl").read_text().splitlines()]
     assert len(records) == 60 and {r["result"] for r in records} == {"passed", "failed: "}
@@ -337,7 +337,7 @@ def test_parse_rate_counts_the_gated_samples(tmp_path: Path, monkeypatch: pytest
     items = [d["pass@10"] for d in hooks.score_batch([{"pass@10": item} for item in items], args=args)]
     assert hooks.agg_parse_success_rate(items) == 62.5
     assert hooks.agg_parse_success_rate_unrounded(items) == pytest.approx(100 * (1 - 3 / 8))
-    assert hooks.agg_pass_at_10(items) is None  # two samples per task: officially `Pass@10: {}`
+    assert hooks.agg_pass_at_k(items) is None  # two samples per task: officially `Pass@10: {}`
     records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v1_pass10.jsonl").read_text().splitlines()]
     got = {qid: [cases.comparable(r["result"]) for r in records if r["qid"] == qid] for qid in replies}
     assert got == official

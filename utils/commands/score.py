@@ -33,7 +33,7 @@ from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
+from lmms_tasks.utils.services.taskconfig import task_config, task_metadata, task_yaml_path
 
 RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
 SAMPLES_NAME = re.compile(r"^(?:.*_)?samples_(?P<task>.+)\.jsonl$")
@@ -197,11 +197,14 @@ def task_filter(config: Mapping[str, Any]) -> str:
 def scoring_refusal(task: str, root: str | None = None) -> str | None:
     """Why a task's saved outputs must not be scored here (one line), or None: the answer of the
     `scoring_refusal(task)` hook that the task's benchmark library declares in its `hooks.py`, if it
-    declares one (HumanEval-V: executing code needs the opt-in), given the task's metadata. The benchmark is
+    declares one (HumanEval-V: executing code needs the opt-in), given the task's metadata and dataset_kwargs. The benchmark is
     the folder holding the task's YAML, not a part of its name."""
     benchmark = benchmark_of(task, root)
     hook = getattr(importlib.import_module(f"lmms_tasks.utils.{benchmark}.hooks"), "scoring_refusal", None) if benchmark else None
-    return hook(task, task_metadata(task, root)) if hook is not None else None
+    if hook is None:
+        return None
+    dataset_kwargs = task_config(task, root).get("dataset_kwargs") or {}  # the task's declared variant (HumanEval-V: its setting)
+    return hook(task, task_metadata(task, root), dataset_kwargs if isinstance(dataset_kwargs, dict) else {})
 
 
 def resolve_aggregation(entry: dict[str, Any]) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ where its metrics count judge failures or strong-coder results, code execution w
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,9 +22,24 @@ from lmms_tasks import BENCHMARKS, tasks_path
 from lmms_tasks.utils.services.taskconfig import task_config, task_yaml_path
 
 JUDGE_METRICS = ("judge_failures", "vid_judge_failed")  # a judged task counts its judge's failures
-CODER_METRICS = ("strong_coder_pass_at_1", "strong_coder_pass_at_3")  # V2T: an LLM writes code from each description
+CODER_METRIC_PREFIX = "strong_coder_pass_at_"  # V2T: an LLM writes code from each description (pass@k of its code)
 JUDGE_KEY = "LMMS_TASKS_JUDGE_API_KEY (or OPENAI_API_KEY)"
 OPT_IN = "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1"
+
+
+@functools.cache
+def declared_variants(benchmark: str, keys: tuple[str, ...]) -> dict[tuple[Any, ...], str]:
+    """The benchmark's tasks by the variant parameters their YAMLs declare in `dataset_kwargs` (HumanEval-V:
+    ("setting", "k") -> {("v2c", 3): "humaneval_v_v2c_pass3", ...}); the first task declaring a combination wins."""
+    found: dict[tuple[Any, ...], str] = {}
+    for path in sorted((Path(tasks_path()) / benchmark).glob("*.yaml")):
+        head = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+        if not isinstance(head.get("task"), str):
+            continue  # a group
+        kwargs = task_config(head["task"]).get("dataset_kwargs") or {}
+        if isinstance(kwargs, dict) and all(key in kwargs for key in keys):
+            found.setdefault(tuple(kwargs[key] for key in keys), head["task"])
+    return found
 
 
 def benchmark_of(task_name: str, root: str | None = None) -> str | None:
@@ -71,15 +87,14 @@ def _task_entry(name: str, benchmark: str) -> Entry:
     config = task_config(name)
     metrics = {entry["metric"] for entry in config.get("metric_list") or []}
     judged = bool(metrics & set(JUDGE_METRICS))
-    coder = bool(metrics & set(CODER_METRICS))
+    coder = any(m.startswith(CODER_METRIC_PREFIX) for m in metrics)
     executes = any(m.startswith("pass@") for m in metrics) or coder
     prior = ""
     input_kind = "images"
     if benchmark == "humaneval_v":
-        from lmms_tasks.utils.humaneval_v.hooks import setting_of
         from lmms_tasks.utils.humaneval_v.prompts import SETTINGS
 
-        setting = setting_of(name)
+        setting = (config.get("dataset_kwargs") or {}).get("setting")  # as the task's YAML declares it
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
         input_kind = "text only" if setting in SETTINGS and not SETTINGS[setting][1] else "images"  # the table's diagram column (v1 shows its image)
     elif benchmark == "vlm2_bench":

@@ -1,5 +1,5 @@
 """Backport: `custom_dataset` loaders, retried for network errors only, with `process_docs` outside the
-retry (patch 0004).
+retry (patches 0004-task-custom-dataset and 0004-task-load-retry-network-errors).
 
 lmms-eval 0.7.3 can only load `dataset_path` through `datasets.load_dataset`, inside a `download()` that
 tenacity retries 5 times on ANY exception, with `process_docs` inside it: a data error is re-run five times
@@ -17,7 +17,7 @@ from typing import Any
 from lmms_tasks.utils.services.data import is_network_error
 
 NAME = "datasets"
-PATCHES = ("0004-task-custom-dataset",)
+PATCHES = ("0004-task-custom-dataset", "0004-task-load-retry-network-errors")
 ATTEMPTS = 5
 
 

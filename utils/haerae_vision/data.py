@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datasets
 
-from lmms_tasks.utils.haerae_vision import VARIANTS, task_name
+from lmms_tasks.utils.haerae_vision import task_name
 from lmms_tasks.utils.haerae_vision.render import ChecklistError, render_checklist
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split
@@ -47,8 +47,8 @@ def load_split(source: DataSource = SOURCE) -> datasets.Dataset:
 
 def stamp_variant(dataset: datasets.Dataset, variant: str) -> datasets.Dataset:
     """Add the per-variant columns without touching (or decoding) the image column."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown HAERAE-Vision variant {variant!r}; expected one of {VARIANTS}")
+    if f"question_{variant}" not in dataset.column_names:
+        raise DataError(f"{task_name(variant)}: the data has no question_{variant} column for its variant {variant!r} (it has {sorted(c for c in dataset.column_names if c.startswith('question_') and c != 'question_idx')})")
     table = dataset.data
     ids = table.column("question_idx").to_pylist()
     questions = table.column(f"question_{variant}").to_pylist()

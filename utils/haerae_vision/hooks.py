@@ -20,7 +20,7 @@ from typing import Any
 
 import datasets
 
-from lmms_tasks.utils.haerae_vision import TASK_PREFIX, VARIANTS, data, metrics, prompting, task_name
+from lmms_tasks.utils.haerae_vision import GAP, VARIANTS, data, metrics, prompting, task_name
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.llm_judge.verdicts import max_share
@@ -32,21 +32,20 @@ from lmms_tasks.utils.services.status import inspecting
 Item = Mapping[str, Any]
 
 
-def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
-    """The `custom_dataset` of both tasks (the shared template names it): lmms-eval calls it with the task's
-    `metadata` and its `dataset_kwargs`, where the task's YAML names its question variant (`{subtask: original}`)."""
-    if subtask not in VARIANTS:
-        raise DataError(f"haerae_vision: dataset_kwargs.subtask is {subtask!r}; expected one of the question variants {VARIANTS}")
-    return dataset_for(task_name(subtask))(metadata=metadata)
+def load_subtask(metadata: Mapping[str, Any] | None = None, variant: Any = None, **_: Any) -> datasets.DatasetDict:
+    """The `custom_dataset` of every variant's task (the shared template names it): lmms-eval calls it with the
+    task's `metadata` and its `dataset_kwargs`, where the task's YAML declares its question variant
+    (`{variant: original}`: the question_<variant> column is what the model and the judge see)."""
+    if not isinstance(variant, str) or not variant.isidentifier():
+        raise DataError(f"haerae_vision: dataset_kwargs.variant is {variant!r}; expected a question variant such as {list(VARIANTS)}")
+    return dataset_for(variant)(metadata=metadata)
 
 
-def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+def dataset_for(variant: str) -> Callable[..., datasets.DatasetDict]:
     """The loader of one variant's task: the judge settings first (a malformed one stops the
     run before any inference), then the checked, stamped documents, then the judge's preflight (bad data is
     named first: it needs no network)."""
-    variant = task.removeprefix(TASK_PREFIX)
-    if task_name(variant) != task:
-        raise ValueError(f"not a HAERAE-Vision task: {task!r}")
+    task = task_name(variant)
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         config = metrics.judge_config(task, metadata)
@@ -180,7 +179,7 @@ def group_explicit_score(values: Sequence[Any], sizes: Sequence[int] | None = No
 def _item_scores(values: Sequence[Any], subtasks: Sequence[str]) -> dict[str, dict[str, float]]:
     """Each variant's judged item scores: the tasks' `item_scores` values lmms-eval hands the group."""
     found = {}
-    for variant in VARIANTS:
+    for variant in GAP:
         value = _variant_value(values, subtasks, variant)
         if isinstance(value, Mapping):
             found[variant] = {str(q): float(v) for q, v in value.items()}

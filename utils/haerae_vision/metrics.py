@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_tasks.utils.haerae_vision import VARIANTS
+from lmms_tasks.utils.haerae_vision import GAP
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
 from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, verdict_fields
@@ -131,8 +131,8 @@ def _validated(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         label = f"HAERAE-Vision task {item.get('task')!r} question_idx={item.get('question_idx')!r}"
         if missing:
             raise ItemError(f"{label}: item lacks field(s) {missing}")
-        if item["variant"] not in VARIANTS:
-            raise ItemError(f"{label}: unknown variant {item['variant']!r}")
+        if not isinstance(item["variant"], str) or not item["variant"]:
+            raise ItemError(f"{label}: variant {item['variant']!r} is not a name")
         if task is not None and item["task"] != task:
             raise ItemError(f"{label}: items of two tasks ({task!r}, {item['task']!r}) in one aggregation")
         task = item["task"]
@@ -280,7 +280,7 @@ def paired_gap_stderr(by_variant: Mapping[str, Mapping[str, float]]) -> float | 
 
 def _paired(by_variant: Mapping[str, Mapping[str, float]]) -> tuple[Mapping[str, float], Mapping[str, float]]:
     """The judged items' scores of each variant (by question_idx)."""
-    missing = [v for v in VARIANTS if v not in by_variant]
+    missing = [v for v in GAP if v not in by_variant]
     if missing:
-        raise ValueError(f"HAERAE-Vision gap needs both variants; missing {missing}")
-    return by_variant["original"], by_variant["explicit"]
+        raise ValueError(f"HAERAE-Vision gap needs both variants it pairs {GAP}; missing {missing}")
+    return by_variant[GAP[0]], by_variant[GAP[1]]

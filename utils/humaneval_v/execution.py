@@ -150,11 +150,6 @@ V2 = Wording("v2", gate.PYLINT_FAIL_PREFIX)  # "Pylint syntax check failed:", th
 V1 = Wording("v1", gate.PYLINT_FAIL_PREFIX_V1)  # "pylint fail:", "timed out", "failed: <exc>"
 
 
-def wording_for(task: str) -> Wording:
-    """v1's strings for the v1 tasks (`humaneval_v1*`), v2's for every other task."""
-    return V1 if task == "humaneval_v1" or task.startswith("humaneval_v1_") else V2
-
-
 @dataclass
 class ProgramVerdict:
     """The official per-sample result: `passed` and the result string ('passed', 'Pylint syntax check
@@ -189,10 +184,10 @@ def evaluate_programs(
     """Gate and execute every program (each call runs the batch; results come from the disk caches where they
     can). `hide_paths` (e.g. the
     run's output directory) are never shown to programs, on top of the sandbox's defaults (home, caches).
-    `wording`: the release's result strings (default: `wording_for(task)`); `level`: the isolation level (`sandbox.LEVELS`),
-    the one the loader recorded."""
+    `wording`: the release's result strings (default: v2's; the v1 tasks' items say setting v1); `level`: the isolation
+    level (`sandbox.LEVELS`), the one the loader recorded."""
     require_opt_in(task, level=level)
-    wording = wording or wording_for(task)
+    wording = wording or V2
     started = time.monotonic()
     workers = workers or default_workers()
     root = Path(cache_dir or default_cache_dir()).expanduser()

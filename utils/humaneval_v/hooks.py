@@ -49,25 +49,21 @@ FIELDS = [
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"
 
 
-def setting_of(task: str) -> str:
-    """humaneval_v_v2c_cot_pass3 -> v2c_cot; the v1 tasks -> v1."""
-    if v1.is_v1_task(task):
-        return v1.SETTING
-    name = task[len("humaneval_v_") :]
-    return name.removesuffix("_pass3")
+def declared(task: str, setting: Any, k: Any) -> tuple[str, int]:
+    """A task's setting and k as its YAML declares them (`dataset_kwargs: {setting: v2c, k: 3}`; k defaults to
+    1, the shared template's greedy pass@1), checked; a DataError names the task and the bad value."""
+    if setting != v1.SETTING and setting not in SETTINGS:
+        raise DataError(f"{task}: dataset_kwargs.setting is {setting!r}; expected one of {sorted(SETTINGS) + [v1.SETTING]}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise DataError(f"{task}: dataset_kwargs.k is {k!r}; expected a whole number >= 1 (the k of pass@k)")
+    return str(setting), k
 
 
-def k_of(task: str) -> int:
-    if v1.is_v1_task(task):
-        return v1.k_of(task)
-    return 3 if task.endswith("_pass3") else 1
-
-
-def scoring_refusal(task: str, metadata: dict[str, Any] | None = None) -> str | None:
+def scoring_refusal(task: str, metadata: dict[str, Any] | None = None, dataset_kwargs: Mapping[str, Any] | None = None) -> str | None:
     """Why scoring `task`'s saved outputs must be refused (one line), or None: every setting executes
-    code, except V2T without the strong coder (descriptions only; `metadata`: the task's, as the command
-    loaded it)."""
-    if setting_of(task) == "v2t" and not strong_coder_enabled(metadata):
+    code, except V2T without the strong coder (descriptions only; `metadata` and `dataset_kwargs`: the
+    task's, as the command loaded its YAML: the setting is declared there)."""
+    if (dataset_kwargs or {}).get("setting") == "v2t" and not strong_coder_enabled(metadata):
         return None
     return None if execution_allowed() else opt_in_refusal(task)
 
@@ -88,26 +84,27 @@ def capabilities(aspects: Any) -> list[str]:
     return sorted(k for k, v in (aspects or {}).items() if v)
 
 
-def task_of(subtask: str) -> str:
-    """A task YAML's `dataset_kwargs.subtask` -> its task name: v2c_pass3 -> humaneval_v_v2c_pass3, v1 -> humaneval_v1."""
-    task = f"humaneval_{subtask}" if f"humaneval_{subtask}" in v1.TASKS else f"humaneval_v_{subtask}"
-    if not v1.is_v1_task(task) and setting_of(task) not in SETTINGS:
-        raise DataError(f"humaneval_v: dataset_kwargs.subtask is {subtask!r}; expected a setting of {sorted(SETTINGS)} (with _pass3) or one of {sorted(v1.TASKS)}")
-    return task
+def task_of(subtask: str, setting: str) -> str:
+    """The task's name (what its records, summaries and messages are filed under) from its YAML's
+    `dataset_kwargs.subtask`: v2c_pass3 -> humaneval_v_v2c_pass3; v1 (setting v1) -> humaneval_v1. Only a name:
+    the setting and k are declared next to it."""
+    return f"humaneval_{subtask}" if setting == v1.SETTING else f"humaneval_v_{subtask}"
 
 
-def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, setting: Any = None, k: Any = 1, **_: Any) -> datasets.DatasetDict:
     """The `custom_dataset` of every HumanEval-V task (the shared template names it): lmms-eval calls it with the
-    task's `metadata` and its `dataset_kwargs`, where the task's YAML names it (`{subtask: v2c_pass3}`)."""
-    return dataset_for(task_of(str(subtask)))(metadata=metadata)
+    task's `metadata` and its `dataset_kwargs`, where the task's YAML declares its name, setting and k
+    (`{subtask: v2c_pass3, setting: v2c, k: 3}`): the one place lmms-eval hands a task's own values to a hook
+    before `process_results` (which gets only the document), so they are stamped into the documents."""
+    task = task_of(str(subtask), str(setting))
+    return dataset_for(task, *declared(task, setting, k))(metadata=metadata)
 
 
-def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+def dataset_for(task: str, setting: str, k: int = 1) -> Callable[..., datasets.DatasetDict]:
     """The loader of one task: the opt-in check first (before any inference), then the
-    checked data, stamped with the task and setting (V2T2C step 2: one document per description)."""
-    setting = setting_of(task)
+    checked data, stamped with the task, its setting and k (V2T2C step 2: one document per description)."""
     if setting == v1.SETTING:
-        return _v1_dataset_for(task)
+        return _v1_dataset_for(task, k)
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if (setting != "v2t" or strong_coder_enabled(metadata)) and not inspecting(metadata):
@@ -117,7 +114,7 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
         if setting == "v2t" and strong_coder_enabled(metadata) and not inspecting(metadata):  # after the data check
             announce(coder_config(task, metadata), task, role="strong coder")
         fingerprint = data_fingerprint(zip(dataset["qid"], dataset["function_signature"], dataset["test_script"]))
-        stamp = {"hev_task": task, "hev_setting": setting, "hev_data": fingerprint}
+        stamp = {"hev_task": task, "hev_setting": setting, "hev_k": k, "hev_data": fingerprint}
         if setting != "t2c":
             return dataset.map(
                 lambda doc: {
@@ -152,14 +149,14 @@ def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
     return task_loader(task, build, source=SOURCE)
 
 
-def _v1_dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
+def _v1_dataset_for(task: str, k: int) -> Callable[..., datasets.DatasetDict]:
     """v1: the opt-in check, then the checked v1 rows, stamped (one document per task)."""
 
     def build(metadata: dict[str, Any]) -> datasets.Dataset:
         if not inspecting(metadata):
             require_opt_in(task, metadata)
         warn_about_model_args(task, uses_images=True)
-        stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_sample_index": 0}
+        stamp = {"hev_task": task, "hev_setting": v1.SETTING, "hev_k": k, "hev_sample_index": 0}
         return v1.load_documents().map(lambda doc: stamp, desc=f"{task}: stamping")
 
     return task_loader(task, build, source=v1.SOURCE)
@@ -191,6 +188,8 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 def _base_item(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "task": doc["hev_task"],
+        "setting": doc["hev_setting"],
+        "k": int(doc["hev_k"]),
         "qid": str(doc["qid"]),
         "sample_index": int(doc.get("hev_sample_index") or 0),
         "task_type": doc.get("task_type") or "",
@@ -200,7 +199,6 @@ def _base_item(doc: dict[str, Any]) -> dict[str, Any]:
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Post-process every sample of one document; the programs are executed at aggregation."""
-    task = doc["hev_task"]
     predictions = ["" if r is None else str(r) for r in results]  # raw model output (strip_responses: false, reasoning_tags: none)
     item = _base_item(doc)
     item["request_failed"] = sum(p.startswith(REQUEST_FAILED) for p in predictions)
@@ -225,22 +223,30 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     else:
         processed = [post_process(p, doc["function_signature"], doc["test_script"]) for p in predictions]
         item.update(predictions=predictions, completions=[c for c, _ in processed], programs=[p for _, p in processed])
-    return {key: item for key in metric_names(task)}
+    return {key: item for key in metric_names(item["setting"], item["k"])}
 
 
-def metric_names(task: str) -> tuple[str, ...]:
-    """The metrics of a task: each officially rounded number next to its unrounded value (0-100)."""
-    if v1.is_v1_task(task):
-        return v1.metric_names(task)
-    k = k_of(task)
-    if setting_of(task) == "v2t":
-        return ("description_rate", f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
+def metric_names(setting: str, k: int) -> tuple[str, ...]:
+    """The metrics of a task of `setting` with pass@`k`: each officially rounded number next to its
+    unrounded value (0-100); what its YAML's metric_list declares."""
+    if setting == "v2t":
+        return ("description_rate", *coder_metrics(k))
     return (f"pass@{k}", f"pass@{k}_unrounded", "parse_success_rate", "parse_success_rate_unrounded")
 
 
-def headline(task: str) -> str:
+def headline(setting: str, k: int) -> str:
     """The task's headline metric, the `score_key` its per-task scores are written under."""
-    return "description_rate" if setting_of(task) == "v2t" else f"pass@{k_of(task)}"
+    return "description_rate" if setting == "v2t" else f"pass@{k}"
+
+
+def check_declared_metrics(task: str, setting: str, k: int, config: Any) -> None:
+    """The metrics `process_results` fills (from the YAML's setting and k) must be the ones the task's
+    `metric_list` declares, or lmms-eval would drop them silently: a ValueError names the task."""
+    entries = (config.get("metric_list") if isinstance(config, dict) else getattr(config, "metric_list", None)) or []
+    declared_names = {str(e.get("metric")) for e in entries if isinstance(e, Mapping)}
+    missing = [m for m in metric_names(setting, k) if m not in declared_names]
+    if entries and missing:
+        raise ValueError(f"{task}: its YAML declares dataset_kwargs.k = {k} but its metric_list lacks {missing} (it has {sorted(declared_names)})")
 
 
 def _output_dir(args: Any) -> str | None:
@@ -248,35 +254,23 @@ def _output_dir(args: Any) -> str | None:
 
 
 def _k_for(items: list[dict[str, Any]]) -> int:
+    """The k its YAML declared, carried by every item (stamped into the documents by the loader)."""
     first = items[0] if items else None
-    return k_of(str(first["task"])) if isinstance(first, dict) and "task" in first else 1
+    if not isinstance(first, dict) or "k" not in first:
+        raise metrics.ItemError("HumanEval-V aggregation received items without the task's k (not made by process_results)")
+    return int(first["k"])
 
 
 # -- aggregations: they read what the batch step (`score_batch`) computed and wrote into the items ----------
 
 
-def agg_pass_at_1(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 1)
+def agg_pass_at_k(items: list[dict[str, Any]]) -> float | None:
+    """pass@k (official rounding) for the k the task's YAML declares (the items carry it)."""
+    return metrics.pass_at_from(items, _k_for(items))
 
 
-def agg_pass_at_3(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 3)
-
-
-def agg_pass_at_10(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 10)
-
-
-def agg_pass_at_1_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 1, rounded=False)
-
-
-def agg_pass_at_3_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 3, rounded=False)
-
-
-def agg_pass_at_10_unrounded(items: list[dict[str, Any]]) -> float | None:
-    return metrics.pass_at_from(items, 10, rounded=False)
+def agg_pass_at_k_unrounded(items: list[dict[str, Any]]) -> float | None:
+    return metrics.pass_at_from(items, _k_for(items), rounded=False)
 
 
 def agg_parse_success_rate(items: list[dict[str, Any]]) -> float:
@@ -327,16 +321,19 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     if not results:
         return results
     first = next(v for v in results[0].values() if isinstance(v, dict) and "task" in v)
-    task = str(first["task"])
-    key = headline(task)
+    if not ({"task", "setting", "k", "qid"} | ({"programs"} if first.get("setting") != "v2t" else set())) <= set(first):
+        raise metrics.ItemError(f"HumanEval-V metric item is not a process_results dict with task/qid/programs and the task's setting and k: {str(first)[:200]}")
+    task, setting, k = str(first["task"]), str(first["setting"]), int(first["k"])
+    check_declared_metrics(task, setting, k, config)
+    key = headline(setting, k)
     items = [r[key] for r in results]
     level = level_of(metadata_of(config))  # the sandbox's isolation level, as the task's loader recorded it
-    if setting_of(task) == "v2t":
+    if setting == "v2t":
         if repeat is None:
             coder = _strong_coder_scored(items, args, metadata_of(config))
             if coder is not None:
                 _annotate(results, lambda position: metrics.verdict_fields(coder, position, prefix=CODER))
-                _write_task_scores(results, key, items, coder, coder_metrics(task), prefix=CODER)
+                _write_task_scores(results, key, items, coder, coder_metrics(k), prefix=CODER)
         for result, item, share in zip(results, items, _description_shares(items)):
             if repeat is None:
                 result[key] = unit_item(result[key], key, share, base_qid=metrics.base_qid(item["qid"]))
@@ -345,7 +342,7 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
                 result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
         return results
     if repeat is None:
-        scored = metrics.score_items(items, _output_dir(args), k=k_of(task), level=level)
+        scored = metrics.score_items(items, _output_dir(args), k=k, level=level)
         _annotate(results, lambda position: metrics.verdict_fields(scored, position))
         _write_task_scores(results, key, items, scored, (key, f"{key}_unrounded"))
         per_task = metrics.task_pass_at_k(scored)
@@ -392,9 +389,8 @@ def _write_task_scores(results: list[dict[str, Any]], key: str, items: list[dict
                 results[position][name] = metric_item(value, key, per_task[qid], base_qid=metrics.base_qid(qid), **estimate)
 
 
-def coder_metrics(task: str) -> tuple[str, str]:
+def coder_metrics(k: int) -> tuple[str, str]:
     """The V2T task's strong-coder metrics (pass@k of the coder's code, rounded and unrounded)."""
-    k = k_of(task)
     return (f"strong_coder_pass_at_{k}", f"strong_coder_pass_at_{k}_unrounded")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmms_tasks import HELP
-from lmms_tasks.utils.humaneval_v.execution import evaluate_programs, write_records
+from lmms_tasks.utils.humaneval_v.execution import V1, V2, evaluate_programs, write_records
 from lmms_tasks.utils.humaneval_v.passk import mean_of_estimates, pass_at_k
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.sandbox import LEVELS
@@ -82,7 +82,8 @@ def score_items(items: Iterable[Any], output_dir: str | None = None, k: int | No
     task, ordered = _ordered(items)
     checked = [item for _, item in ordered]
     programs = [p for i in checked for p in i["programs"]]
-    batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else (), level=level)
+    wording = V1 if checked[0].get("setting") == "v1" else V2  # the release's result strings, by the task's declared setting
+    batch = evaluate_programs(task, programs, hide_paths=[output_dir] if output_dir else (), wording=wording, level=level)
     passed_by_qid: dict[str, list[bool]] = defaultdict(list)
     item_verdicts: list[list[tuple[bool, bool]]] = [[] for _ in ordered]
     per_sample = []

@@ -22,7 +22,8 @@ SOURCE = DataSource("humaneval_v1", "HumanEval-V/HumanEval-V-Benchmark", "b63910
 EXPECTED_TASKS = 108
 PROMPT_KEY = "humanevalv/v1/CODE_GEN_TASK_PROMPT"
 SETTING = "v1"
-# task -> k of its official metric (inference.py: sample_num 1 -> pass@1, 20 -> pass@10)
+# Our v1 tasks and the k of each one's official metric (inference.py: sample_num 1 -> pass@1, 20 -> pass@10), for
+# the commands that map official v1 output files onto them; the tasks themselves declare their k in their YAML.
 TASKS = {"humaneval_v1": 1, "humaneval_v1_pass10": 10}
 # What the v1 scorer reads of each row (qid, function_signature, test_script; the image for the prompt);
 # the other two fields of the v1 card are checked for type only.
@@ -39,10 +40,6 @@ def is_v1_task(task: str) -> bool:
     return task in TASKS
 
 
-def k_of(task: str) -> int:
-    return TASKS[task]
-
-
 def build_prompt(function_signature: str) -> str:
     """The v1 user text, byte for byte (the signature's own trailing newline leaves a blank line)."""
     return prompt(PROMPT_KEY).format(signature=function_signature)
@@ -50,12 +47,6 @@ def build_prompt(function_signature: str) -> str:
 
 def template_sha256() -> str:
     return prompt_sha256(PROMPT_KEY)
-
-
-def metric_names(task: str) -> tuple[str, ...]:
-    """The official number (rounded as v1 prints it) next to its unrounded value, and the parse rate."""
-    k = k_of(task)
-    return (f"pass@{k}", f"pass@{k}_unrounded", "parse_success_rate", "parse_success_rate_unrounded")
 
 
 def load_documents() -> datasets.Dataset:

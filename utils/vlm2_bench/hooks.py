@@ -75,14 +75,15 @@ def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None 
     `metadata` and its `dataset_kwargs`, where the subtask's YAML names the subtask (`{subtask: gc_mat}`)."""
     if subtask not in SUBTASKS:
         raise DataError(f"vlm2_bench: dataset_kwargs.subtask is {subtask!r}; a VLM2-Bench task names one of the table's subtasks {sorted(SUBTASKS)}")
-    return dataset_for(task_name(subtask))(metadata=metadata)
+    return dataset_for(subtask)(metadata=metadata)
 
 
-def dataset_for(task: str) -> Callable[..., datasets.DatasetDict]:
-    """The loader of one subtask: its checked documents, loaded when the task loads."""
-    subtask = task.removeprefix(TASK_PREFIX)
+def dataset_for(subtask: str) -> Callable[..., datasets.DatasetDict]:
+    """The loader of one subtask (as its YAML declares it; its kind is the subtask table's): its checked
+    documents, loaded when the task loads."""
     if subtask not in SUBTASKS:
-        raise ValueError(f"not a VLM2-Bench task: {task!r}")
+        raise ValueError(f"not a VLM2-Bench subtask: {subtask!r}")
+    task = task_name(subtask)
 
     def build(metadata: dict[str, Any]) -> list[dict[str, Any]]:
         warn_about_model_args(task)

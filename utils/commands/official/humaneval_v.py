@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
+from lmms_tasks.utils.commands.tasks import declared_variants
 from lmms_tasks.utils.humaneval_v import v1
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, TABLE
 from lmms_tasks.utils.services.data import DataError, DataSource
@@ -44,8 +45,10 @@ class Version:
     sampled_k: int
 
 
+OFFICIAL_V2_K = 3  # the official v2 scorer: one sample -> pass@1, more -> pass@3 (compute_score)
+_DECLARED = declared_variants("humaneval_v", ("setting", "k"))  # (setting, k) -> our task, as the task YAMLs declare them
 VERSIONS = {
-    "v2": Version("v2", {(s, many): f"humaneval_v_{s}{'_pass3' if many else ''}" for s in SETTINGS for many in (False, True)}, 3),
+    "v2": Version("v2", {(s, many): _DECLARED[(s, OFFICIAL_V2_K if many else 1)] for s in SETTINGS for many in (False, True)}, OFFICIAL_V2_K),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
     "v1": Version("v1", {(v1.SETTING, k > 1): task for task, k in v1.TASKS.items()}, max(v1.TASKS.values())),
 }
@@ -280,13 +283,14 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
     if unknown:
         raise OfficialFormatError(f"{path}: qid {unknown[0]!r} is not in the data ({len(unknown)} unknown qid(s))")
     samples = []
+    k = next(k for (setting, k), declared in _DECLARED.items() if declared == task) if version.name == "v2" else None  # the k its YAML declares
     position = {qid: i for i, qid in enumerate(rows)}
     for qid, predictions in by_qid.items():
         row = rows[qid]
         if version.name == "v1":
             samples.append(sample(position[qid], process(row, predictions)))
             continue
-        stamp = {"hev_task": task, "hev_setting": ours, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
+        stamp = {"hev_task": task, "hev_setting": ours, "hev_k": k, "hev_specification": row["ground_truth_diagram_description"] if ours == "gt_t2c" else ""}
         if ours == "t2c":  # one document per description, one greedy code each, numbered as a run numbers them
             for index, prediction in enumerate(predictions):
                 samples.append(sample(position[qid] * n + index, process({**row, **stamp, "hev_sample_index": index}, [prediction])))
@@ -309,8 +313,9 @@ def read(path: Path, setting: str | None = None, allow_partial: bool = False) ->
     if n > 1 and n < version.sampled_k:
         imported.warnings.append(f"{path}: {n} predictions per task: pass@{version.sampled_k} needs at least {version.sampled_k}, as officially (no score)")
     if exp == STRONG_CODER:
+        k = version.sampled_k if n > 1 else 1
         imported.notes.append(
-            f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{'3' if n > 1 else '1'} of humaneval_v_v2t{'_pass3' if n > 1 else ''} in a run"
+            f"V2T2C w/ strong coder: its pass@k here is the strong_coder_pass_at_{k} of {_DECLARED[('v2t', k)]} in a run"
         )
     return imported
 
@@ -361,14 +366,23 @@ def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
     return None
 
 
+def declared_setting(task: str) -> str | None:
+    """The setting the task's YAML declares (`dataset_kwargs.setting`); None for a task we do not have."""
+    from lmms_tasks.utils.services.taskconfig import task_config
+
+    try:
+        return (task_config(task).get("dataset_kwargs") or {}).get("setting")
+    except KeyError:
+        return None
+
+
 def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None) -> list[Written]:
     """One official prediction file per HumanEval-V task of the runs, in `out` (the exp_base_dir), with the
     data of `source` (the one the runs recorded: `data_sources.run_data`)."""
     from lmms_tasks.utils.commands.tasks import benchmark_of
-    from lmms_tasks.utils.humaneval_v.hooks import setting_of
     from lmms_tasks.utils.humaneval_v.prompts import build_prompt
 
-    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and setting_of(t.task) in SETTINGS]
+    mine = [t for t in run_tasks if benchmark_of(t.task) == "humaneval_v" and declared_setting(t.task) in SETTINGS]
     if not mine:
         return []
     try:
@@ -388,7 +402,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
         written.append(Written(name, "" if exp == "V2T" else command))
 
     for run_task in mine:
-        setting = setting_of(run_task.task)
+        setting = declared_setting(run_task.task)
         items = _items(run_task.samples_path)
         unknown = [i["qid"] for i in items if str(i["qid"]) not in rows]
         if unknown:

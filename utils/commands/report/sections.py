@@ -35,7 +35,7 @@ from lmms_tasks.utils.commands.report.runs import (
     unit_scores,
 )
 from lmms_tasks.utils.commands.report.tables import COUNT, NA, NONE, OFFICIAL, SCORE, SECONDS, UNIT, Table, fmt
-from lmms_tasks.utils.commands.tasks import benchmark_of
+from lmms_tasks.utils.commands.tasks import benchmark_of, declared_variants
 from lmms_tasks.utils.haerae_vision import GROUP as HAERAE_GROUP
 from lmms_tasks.utils.haerae_vision import VARIANTS as HAERAE_VARIANTS
 from lmms_tasks.utils.haerae_vision import published as haerae_published
@@ -303,7 +303,7 @@ HUMANEVAL_SETTINGS = tuple((row["report_label"], stem, stem == "v2t") for stem, 
 
 def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
     """(task, metric) holding pass@k of a setting."""
-    task = f"{HUMANEVAL_PREFIX}{stem}{'_pass3' if k == 3 else ''}"
+    task = declared_variants("humaneval_v", ("setting", "k")).get((stem, k), f"{HUMANEVAL_PREFIX}{stem}")  # as its YAML declares
     return task, (f"strong_coder_pass_at_{k}" if strong else f"pass@{k}")
 
 
