@@ -95,7 +95,7 @@ def test_the_level_is_chosen_only_by_the_setting_and_recorded_in_the_task_metada
 
     def load(task: str) -> dict[str, Any]:
         metadata: dict[str, Any] = {"version": 2.0}
-        hooks.dataset_for(task)(metadata=metadata)
+        hooks.load_subtask(metadata, **task_config(task)["dataset_kwargs"])
         return metadata
 
     monkeypatch.setenv("HUMANEVAL_V_SANDBOX", "process")
@@ -112,7 +112,7 @@ def test_the_level_is_chosen_only_by_the_setting_and_recorded_in_the_task_metada
     try:
         metadata: dict[str, Any] = {"version": 2.0}
         with pytest.raises(CodeExecutionNotAllowed, match="no bwrap is installed"):
-            hooks.dataset_for("humaneval_v_v2c")(metadata=metadata)
+            hooks.load_subtask(metadata, **task_config("humaneval_v_v2c")["dataset_kwargs"])
         assert "sandbox" not in metadata
     finally:
         sandbox.bubblewrap.cache_clear()
