@@ -31,3 +31,11 @@ def test_the_stand_in_404_names_the_model_asked_for(asked: str) -> None:
         with pytest.raises(openai.NotFoundError) as raised:
             client.chat.completions.create(model=asked, messages=[{"role": "user", "content": "hi"}])
     assert f"`{asked}`" in str(raised.value) and "stand-in-vlm" not in str(raised.value)
+
+
+def test_the_limit_mm_per_prompt_warning_says_what_vllm_does_without_it() -> None:
+    from lmms_tasks.utils.services.model_args import model_args_warnings
+
+    argv = ["lmms-eval", "--model", "vllm", "--model_args", "model=m,max_new_tokens=1"]
+    (warning,) = model_args_warnings("vlm2_bench_gc_mat", argv)
+    assert "up to 999 images per request" in warning and "reject" not in warning and "media-stats" in warning
