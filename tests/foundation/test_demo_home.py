@@ -29,3 +29,7 @@ def test_the_demo_writes_nothing_outside_its_work_dir(tmp_path: Path) -> None:
     assert "report.html" in out.stdout, out.stdout[-2000:]  # the report (matplotlib) ran too
     written = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
     assert written == [], written[:20]
+    # the printed tables are lmms-eval's: numbers only, no dict-valued breakdown rows (docs/REFERENCE.md)
+    rows = [line for line in out.stdout.splitlines() if line.startswith("|")]
+    assert any("haerae_vision_score" in row for row in rows), out.stdout[-3000:]
+    assert not any("category_scores" in row or "item_scores" in row for row in rows), [r for r in rows if "scores" in r][:3]

@@ -45,12 +45,15 @@ DEMO_MODELS = (STAND_IN_MODEL, "stand-in-vlm-b")
 
 
 def _tables(result: RunResult) -> str:
-    from lmms_eval.utils import make_table
-
-    text = make_table(result.results)
-    if result.results.get("groups"):
-        text += "\n" + make_table(result.results, "groups")
-    return text
+    """The results tables exactly as the lmms-eval command printed them (with our tasks' backports: no
+    dict-valued breakdown rows, docs/REFERENCE.md), not rebuilt here from results.json."""
+    blocks: list[list[str]] = [[]]
+    for line in result.stdout.splitlines():
+        if line.startswith("|"):
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    return "\n\n".join("\n".join(block) for block in blocks if block)
 
 
 @dataclass
