@@ -23,7 +23,11 @@ def test_the_demo_writes_nothing_outside_its_work_dir(tmp_path: Path) -> None:
     env["PYTHONPATH"] = hooked(os.environ).get("PYTHONPATH", "")
     out = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "demo", "--benchmarks", "haerae_vision", "--work-dir", str(work)],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "report.html" in out.stdout, out.stdout[-2000:]  # the report (matplotlib) ran too

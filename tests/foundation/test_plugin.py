@@ -25,7 +25,18 @@ def _selected(tmp_path: Path, extra_args: list[str], plugins: str | None) -> lis
     if plugins:
         env["LMMS_EVAL_PLUGINS"] = plugins
     # no API key: the run stops when the model is built, after lmms-eval has printed the tasks it selected
-    command = [sys.executable, "-m", "lmms_eval", "--model", "openai", "--tasks", "humaneval_v*,vlm2_bench*,haerae_vision*", "--limit", "1", *extra_args]
+    command = [
+        sys.executable,
+        "-m",
+        "lmms_eval",
+        "--model",
+        "openai",
+        "--tasks",
+        "humaneval_v*,vlm2_bench*,haerae_vision*",
+        "--limit",
+        "1",
+        *extra_args,
+    ]
     out = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     printed = out.stdout + out.stderr
     found = re.search(r"Selected Tasks: (\[.*?\])", printed)

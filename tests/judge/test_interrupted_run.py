@@ -65,7 +65,9 @@ def test_ctrl_c_while_judging_ends_promptly_with_one_line_and_the_rerun_resumes(
         assert "Traceback" not in printed, printed[-3000:]
         lines = [line for line in printed.splitlines() if "exit status 130 (interrupted)" in line]
         assert len(lines) == 1, printed[-3000:]
-        assert str(tmp_path / "judge_cache") in lines[0] and "the same command resumes" in lines[0] and "the model is asked again" in lines[0]
+        assert (
+            str(tmp_path / "judge_cache") in lines[0] and "the same command resumes" in lines[0] and "the model is asked again" in lines[0]
+        )
         assert lines[0] == printed.rstrip().splitlines()[-1]
 
         answered = {r.text for r in server.requests_for(model=STAND_IN_JUDGE) if r.status == 200}
