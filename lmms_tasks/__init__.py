@@ -30,3 +30,6 @@ UPSTREAM_HELP = {
 def tasks_path() -> str:
     """The directory to pass to `lmms-eval --include_path`."""
     return os.path.dirname(os.path.abspath(__file__))
+
+
+from . import tasks as tasks  # noqa: E402  (LMMS_EVAL_PLUGINS=lmms_tasks finds the task root through it: tasks.py)

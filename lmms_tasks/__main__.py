@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -124,7 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     # Parse only the command name: everything after it belongs to the command's own parser.
     args = parser.parse_args(argv[:1])
     args.rest = argv[1:]
-    return int(commands[args.command][0](args) or 0)
+    try:
+        code = int(commands[args.command][0](args) or 0)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
+        return code
+    except BrokenPipeError:
+        # the reader went away (`lmms-tasks tasks | head`): stop quietly as a Unix tool does, with the status of a
+        # process ended by SIGPIPE (128 + 13); stdout goes to /dev/null so the exit-time flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

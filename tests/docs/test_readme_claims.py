@@ -476,7 +476,7 @@ def test_each_reference_table_exists_once(name: str) -> None:
 def test_vllm_image_limit_is_explained_once() -> None:
     """Why `limit_mm_per_prompt` matters and where its value comes from is explained in one place; the
     README and the benchmark READMEs name it and link there."""
-    for explanation in ("vLLM refuses a request with more images than this", "must cover the most images one request carries"):
+    for explanation in ("allows 999 per modality and reserves multimodal memory", "vLLM refuses a request carrying more", "must cover the most images one request carries"):
         where = [p.relative_to(REPO).as_posix() for p in every_document() for _ in range(re.sub(r"\s+", " ", text(p)).count(explanation))]
         assert where == ["docs/BACKENDS.md"], (explanation, where)
 

@@ -1,7 +1,7 @@
 """`python -m lmms_tasks media-stats [TASK_OR_GROUP ...]`: how many images each request carries.
 
-vLLM refuses a request with more images than `limit_mm_per_prompt` allows, so the right value is the
-maximum over the data actually evaluated. This builds every request exactly as lmms-eval's chat backends
+vLLM refuses a request with more images than `limit_mm_per_prompt` allows (unset, its V1 engine allows 999 and
+reserves memory for them), so the right value is the maximum over the data actually evaluated. This builds every request exactly as lmms-eval's chat backends
 do (through the task's own `doc_to_messages`, video frames included), one document at a time, on the data
 the tasks would load (the `*_DATA` variables or the pinned Hugging Face sources), and prints per task the
 document count and the minimum / mean / maximum number of image parts, plus the `limit_mm_per_prompt`

@@ -109,10 +109,37 @@ def summary_lines(code: int) -> list[str]:
     return lines
 
 
+EXIT_INTERRUPTED = 130  # the shell's convention for a process ended by SIGINT (128 + 2)
+
+
+def interrupted_line(exc: BaseException) -> str:
+    """The one line an interrupted run ends with: what was kept, and how to resume. lmms-eval 0.7.3's response cache
+    (`--use_cache DIR`) reuses the responses of a finished run only (an interrupted run's are never merged into it),
+    and only of deterministic (temperature 0) requests, so the model is asked again."""
+    kept = str(exc).strip() or "the run was interrupted"
+    return (
+        f"lmms-eval: exit status {EXIT_INTERRUPTED} (interrupted): {kept}; the model is asked again "
+        "(lmms-eval's `--use_cache <dir>` reuses the responses of a finished run only, of temperature-0 requests) (docs/EXIT_STATUS.md)"
+    )
+
+
 def _excepthook(previous: Any) -> Any:
     def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         _uncaught.set()
-        previous(kind, value, tb)
+        if not issubclass(kind, KeyboardInterrupt):
+            previous(kind, value, tb)
+            return
+        # Ctrl-C: one line instead of a traceback, and no wait for the threads still in flight (judge requests):
+        # the exit handlers run, then the process ends with 130.
+        print(interrupted_line(value), file=sys.stderr)
+        atexit.unregister(_at_exit)
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(EXIT_INTERRUPTED)
 
     return hook
 

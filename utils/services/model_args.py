@@ -2,8 +2,9 @@
 
 lmms-eval's vLLM backend generates up to `max(task max_new_tokens, model_args max_new_tokens)` tokens, and
 its default is 4096, above every limit these tasks set (512 to 2048; a test checks every task YAML), so each
-benchmark's official limit is lifted unless the user passes `max_new_tokens=1`. vLLM also rejects requests
-with more images than `limit_mm_per_prompt` allows. Neither is visible to a task's hooks: lmms-eval hands
+benchmark's official limit is lifted unless the user passes `max_new_tokens=1`. Without `limit_mm_per_prompt`,
+vLLM's V1 engine (vLLM >= 0.8, what `.[vllm]` requires) accepts up to 999 items of each modality per request
+and sizes its multimodal memory for that many; the data's own maximum (`media-stats`) saves that memory. Neither is visible to a task's hooks: lmms-eval hands
 the loader only the task's `metadata`, so the loader (which runs when the task loads, before any inference)
 reads the command line and says so, loudly, once per task. Both warnings follow from the command line
 alone; no task's configuration is read back.
@@ -50,7 +51,8 @@ def model_args_warnings(task: str, argv: Sequence[str] | None = None, uses_image
         )
     if uses_images and "limit_mm_per_prompt" not in model_args:
         warnings.append(
-            f"{task}: no limit_mm_per_prompt in --model_args; vLLM rejects requests with more images than it allows. "
+            f"{task}: no limit_mm_per_prompt in --model_args: vLLM (V1 engine, >= 0.8) then accepts up to 999 images per "
+            "request and reserves memory for that many; to reserve only what this data needs, "
             + HELP["media_stats"].format(task=task)
         )
     return warnings

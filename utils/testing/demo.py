@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,17 +33,27 @@ from lmms_tasks.utils.testing.oplog import op
 
 # Fixture code only: the demo runs the HumanEval-V programs it scripted itself, in the sandbox.
 DEMO_ENV = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"}
+
+
+def kept_caches(work_dir: Path) -> dict[str, str]:
+    """The caches the demo's processes would otherwise write under HOME, under `work_dir/cache` (offline_env puts
+    the judge, execution and Hugging Face caches under work_dir): the media checks' and matplotlib's."""
+    cache = work_dir / "cache"
+    return {"LMMS_TASKS_MEDIA_CACHE_DIR": str(cache / "media"), "MPLCONFIGDIR": str(cache / "matplotlib"), "XDG_CACHE_HOME": str(cache)}
 # The demo's stand-in models under test; the second is scripted by `script_demo_second_model`.
 DEMO_MODELS = (STAND_IN_MODEL, "stand-in-vlm-b")
 
 
 def _tables(result: RunResult) -> str:
-    from lmms_eval.utils import make_table
-
-    text = make_table(result.results)
-    if result.results.get("groups"):
-        text += "\n" + make_table(result.results, "groups")
-    return text
+    """The results tables exactly as the lmms-eval command printed them (with our tasks' backports: no
+    dict-valued breakdown rows, docs/REFERENCE.md), not rebuilt here from results.json."""
+    blocks: list[list[str]] = [[]]
+    for line in result.stdout.splitlines():
+        if line.startswith("|"):
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    return "\n\n".join("\n".join(block) for block in blocks if block)
 
 
 @dataclass
@@ -105,7 +116,7 @@ def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: 
             module.script_demo(server, fixtures)
             data_env.update(fixtures.env)
             modules[benchmark] = module
-        env = offline_env(server.base_url, work_dir, data_env=data_env, extra=DEMO_ENV)
+        env = offline_env(server.base_url, work_dir, data_env=data_env, extra={**DEMO_ENV, **kept_caches(work_dir)})
         for name in names:
             root = work_dir / "results" / name if models > 1 else work_dir / "results"
             outcome.run_dirs[name] = root
@@ -157,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"demo: everything is written under {work_dir}", flush=True)
     outcome = run_demo(benchmarks, work_dir, args.num_processes, models=args.models)
     if not args.no_report:
+        # the report draws in this process: matplotlib's cache too stays in the work dir (unless the user named one)
+        os.environ.setdefault("MPLCONFIGDIR", kept_caches(work_dir)["MPLCONFIGDIR"])
         _write_report(list(outcome.run_dirs.values()), args.report_dir or work_dir / "report")
     print(f"\ndemo: results, samples, judgements and data are kept in {work_dir}", flush=True)
     return 0

@@ -353,7 +353,7 @@ class StandInServer:
             time.sleep(self.latency)
         if unknown_model and fault is None:
             request.status = 404
-            message = f"The model `{request.model}` does not exist or you do not have access to it."
+            message = f"The model `{body.get('model', '')}` does not exist or you do not have access to it."  # the name asked for, not its alias
             handler._send(404, {"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
         elif unscripted is not None:
             request.status = 500

@@ -785,11 +785,23 @@ def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Calla
             wait(futures)
             for future in futures:
                 future.result()  # run_one turns every error into outcome.error; anything else is a bug
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: stop at once; finished replies are already in the cache, the rest re-run next time. The requests
+        # in flight are abandoned, not waited for: the lmms-eval command ends without joining these threads
+        # (utils/compat/exit_status.py), and a killed claim is released by the kernel.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise JudgingInterrupted(
+            f"judging {task} was interrupted: the judge replies received so far are kept in the judge cache "
+            f"({Path(config.cache_dir).expanduser()}), and the same command resumes from it"
+        ) from exc
     except BaseException:
-        # Ctrl-C / SIGTERM: stop at once; finished replies are already in the cache, the rest re-run next time.
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+class JudgingInterrupted(KeyboardInterrupt):
+    """Ctrl-C while judging: its message says what was kept and how to resume."""
 
 
 def _summary(task: str, config: JudgeConfig, outcomes: Mapping[str, JudgeOutcome], prompt_sha256: str | None, wall: float) -> dict[str, Any]:
