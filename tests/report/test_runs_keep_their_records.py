@@ -105,3 +105,29 @@ def test_previous_layout_read_for_one_run_refused_for_several(tmp_path: Path) ->
     with pytest.raises(ReportInputError) as caught:
         records_dir(read_results_file(first), "judgements")
     assert "\n" not in str(caught.value) and "shared by 2 runs" in str(caught.value)
+
+
+@pytest.mark.e2e
+def test_report_shows_a_run_beside_its_rescore(folder: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from lmms_tasks.utils.commands import score
+    from lmms_tasks.utils.commands.report import cli as report
+    from lmms_tasks.utils.services.llm_judge import judge
+
+    first = folder["first"]
+    samples = first.results_path.with_name(f"{read_results_file(first.results_path).stamp}_samples_haerae_vision_original.jsonl")
+    monkeypatch.setenv("HAERAE_VISION_DATA", str(folder["work"] / "hv_data"))
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
+    judge.clear_memo()
+    before = _hashes(folder["out"])
+    rescored = folder["work"] / "rescored"
+    assert score.main([str(samples), "--output-dir", str(rescored)]) == score.EXIT_OK  # every judgement from the shared cache
+    assert _hashes(folder["out"]) == before  # the original run's files and records untouched
+    run = next(rescored.glob("*_results.json"))
+    data = json.loads(run.read_text(encoding="utf-8"))
+    assert data["results"]["haerae_vision_original"]["haerae_vision_score,none"] == first.metric("haerae_vision_original", "haerae_vision_score")
+    assert records_dir(read_results_file(run), "judgements") == rescored / "judgements"  # its own records, beside it
+    assert len(next(rescored.glob("*_samples_haerae_vision_original.jsonl")).read_text(encoding="utf-8").splitlines()) == N_HAERAE
+    capsys.readouterr()
+    assert report.main([str(first.results_path), str(rescored), "--out", str(folder["work"] / "report")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "runs: vlm-a, vlm-a (re-scored)"

@@ -64,7 +64,13 @@ class ResultsFile:
 
 def model_identity(data: Mapping[str, Any]) -> str:
     """The model under test: `model_version`/`pretrained`/`model` from `config.model_args`, else
-    lmms-eval's `model_name`, else the backend name."""
+    lmms-eval's `model_name`, else the backend name; a re-score's run (`score`) is "<model> (re-scored)", so
+    the report shows it beside the original."""
+    name = _model_name(data)
+    return f"{name} (re-scored)" if data.get("lmms_tasks_rescore") else name
+
+
+def _model_name(data: Mapping[str, Any]) -> str:
     config = data.get("config") or {}
     args = config.get("model_args")
     if isinstance(args, Mapping):
@@ -77,6 +83,7 @@ def model_identity(data: Mapping[str, Any]) -> str:
             if match and match.group(1).strip():
                 return match.group(1).strip()
     return str(data.get("model_name") or config.get("model") or "unknown model")
+
 
 
 def output_path_of(results_path: Path, data: Mapping[str, Any]) -> Path:
