@@ -43,7 +43,7 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     assert any(p.name == "haerae_vision_original.jsonl" for p in written)
     leaking = [p for p in written if SECRET.encode() in p.read_bytes()]
     assert leaking == []
-    records = (tmp_path / "out" / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8")
+    records = (next((tmp_path / "out").glob("records_*")) / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8")
     assert "HTTP 401" in records and "[REDACTED]" in records
 
 

@@ -127,6 +127,7 @@ def test_report_shows_a_run_beside_its_rescore(folder: dict[str, Any], monkeypat
     data = json.loads(run.read_text(encoding="utf-8"))
     assert data["results"]["haerae_vision_original"]["haerae_vision_score,none"] == first.metric("haerae_vision_original", "haerae_vision_score")
     assert records_dir(read_results_file(run), "judgements") == rescored / "judgements"  # its own records, beside it
+    assert json.loads((rescored / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))["requests"] == N_HAERAE
     assert len(next(rescored.glob("*_samples_haerae_vision_original.jsonl")).read_text(encoding="utf-8").splitlines()) == N_HAERAE
     capsys.readouterr()
     assert report.main([str(first.results_path), str(rescored), "--out", str(folder["work"] / "report")]) == 0

@@ -33,6 +33,7 @@ from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.records import RECORDS_KEY
 from lmms_tasks.utils.services.taskconfig import task_metadata, task_yaml_path
 
 RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
@@ -395,6 +396,8 @@ def aggregate(
     metric_list, batch, score_key, config = load_scoring(task, root)
     filter_name = filter_name or task_filter(config)
     config["metadata"] = judge.hand(config.get("metadata") if isinstance(config.get("metadata"), dict) else {}, handed or judge.Handed(check_first=True))
+    if output_dir:  # this re-score's own records folder (`services.records`), named in its results file as "."
+        config["metadata"][RECORDS_KEY] = str(Path(output_dir).expanduser().resolve())
     faults_before = len(run_status.faults(task))
     args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
@@ -492,8 +495,6 @@ def write_run(report: dict[str, Any], samples_path: Path, scored: list[dict[str,
     `lmms_tasks_rescore` naming the run it came from; `report` shows it beside the original (as
     "<model> (re-scored)") and lmms-eval's `--baseline` reads its samples file."""
     import time
-
-    from lmms_tasks.utils.services.records import RECORDS_KEY
 
     task = report["task"]
     original = results_file_of(samples_path)
