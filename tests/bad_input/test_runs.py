@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils.services.records import recorded_dir
 from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
@@ -43,7 +44,7 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     assert any(p.name == "haerae_vision_original.jsonl" for p in written)
     leaking = [p for p in written if SECRET.encode() in p.read_bytes()]
     assert leaking == []
-    records = (tmp_path / "out" / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8")
+    records = (next((tmp_path / "out").rglob("records_*")) / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8")
     assert "HTTP 401" in records and "[REDACTED]" in records
 
 
@@ -110,9 +111,10 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     from lmms_tasks.utils.services.llm_judge import judge
 
     samples, work, run = _demo_files(demo_two_models, "haerae_vision_original", tmp_path)
-    summary = json.loads((run.output_dir / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    run_records = recorded_dir(run.results_path, run.results)  # the run's own records folder, named in its results
+    summary = json.loads((run_records / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
     assert summary["judge_model"] == STAND_IN_JUDGE and summary["cache_dir"] == str((work / "judge_cache").resolve())
-    shutil.copytree(run.output_dir / "judgements", tmp_path / "judgements")  # the run's output path, as lmms-eval leaves it
+    shutil.copytree(run_records, tmp_path / run_records.name)  # beside the copied results file, as the run left it
     proc = _score_cli([str(samples), "--output-dir", str(tmp_path / "scored")], _clean_env(work))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"judge: the run's (model={STAND_IN_JUDGE}, base_url={summary['base_url']}" in proc.stderr
@@ -122,7 +124,7 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     assert " cached=5 " in rescored["judge_info"]
     assert report["results"]["haerae_vision_score,none"] == pytest.approx(run.metric("haerae_vision_original", "haerae_vision_score"))
 
-    # another model run later into the same output path rewrites judgements/<task>.summary.json: not reused
+    # another model run later into the same output path has records of its own: the run's judge is still found
     from lmms_tasks.utils.commands.score import run_judge
 
     assert run_judge(samples, "haerae_vision_original")[0]["model"] == STAND_IN_JUDGE
@@ -130,7 +132,7 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     later["date"] = "29990101_000000"
     (tmp_path / "later-model").mkdir()
     (tmp_path / "later-model" / "29990101_000000_results.json").write_text(json.dumps(later), encoding="utf-8")
-    assert run_judge(samples, "haerae_vision_original") is None
+    assert run_judge(samples, "haerae_vision_original")[0]["model"] == STAND_IN_JUDGE
     shutil.rmtree(tmp_path / "later-model")
 
     for key, value in _clean_env(work).items():

@@ -137,7 +137,7 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     # step; the judge's provenance is in the judgement summary, which holds no category table
     assert hooks.agg_category_scores(judged["category_scores"]) == pytest.approx({"게임": 0.75, "과학": 0.0})
     assert hooks.agg_item_scores(judged["item_scores"]) == pytest.approx({"1": 0.5, "2": 1.0, "3": 0.0, "4": 0.0})
-    summary = json.loads((tmp_path / "out" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((next((tmp_path / "out").glob("records_*")) / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
     assert "category_scores" not in summary
     info = summary["judge_info"]
     assert f"judge={JUDGE}@127.0.0.1" in info and "prompt_sha256=2151c923be1b" in info and "unparsed=1" in info
@@ -154,7 +154,7 @@ def test_task_aggregation_by_hand(judge_env: StandInServer, tmp_path: Path) -> N
     assert template() + "[INPUT]\n이거 무슨 게임?\n[Response]\n젤다입니다.\n[Checklist]\n['항목 1' '항목 2']\n" in sent
     assert all(len(r.messages) == 1 and r.messages[0]["role"] == "user" for r in judge_env.requests_for(model=JUDGE))
     # the records file sits under the output path
-    records = (tmp_path / "out" / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8").splitlines()
+    records = (next((tmp_path / "out").glob("records_*")) / "judgements" / "haerae_vision_original.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(records) == 4
 
 

@@ -94,6 +94,7 @@ import re
 
 from lmms_tasks.utils import compat
 from lmms_tasks.utils.compat import batch_scoring, task_config
+from lmms_tasks.utils.services.records import run_dir
 from lmms_tasks.utils.services.data import metadata_of
 from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch, judge_summary_metric
 
@@ -135,7 +136,7 @@ def score_batch(results, args=None, config=None):
                      meta={{"doc_id": it["doc_id"]}})
         for it in items
     ]
-    batch = judge_batch(TASK, requests, parse, config=judge, output_dir=getattr(args, "output_path", None), prompt_sha256="0" * 64, metadata=metadata)
+    batch = judge_batch(TASK, requests, parse, config=judge, output_dir=run_dir(args, metadata), prompt_sha256="0" * 64, metadata=metadata)
     info = judge_summary_metric(batch)
     scored = []
     for result in results:

@@ -9,6 +9,7 @@ import pytest
 
 from lmms_tasks.utils.commands import score as rescore
 from lmms_tasks.utils.services.llm_judge import judge
+from lmms_tasks.utils.services.records import recorded_dir
 from lmms_tasks.utils.testing.e2e import offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -35,7 +36,10 @@ def test_judged_task_end_to_end_then_rescored(
     assert all(r.params.get("max_completion_tokens") is None and r.params.get("max_tokens") == 40 for r in judged)
     usage = run.results["usage"]["by_source"]["judge"]
     assert usage["n_api_calls"] == 3
-    records = [json.loads(line) for line in (out / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert not (out / "judgements").exists()  # the run's records are its own, beside its results file
+    run_records = recorded_dir(run.results_path, run.results)
+    assert run_records is not None and run_records.parent == run.results_path.parent
+    records = [json.loads(line) for line in (run_records / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(r["meta"]["doc_id"] for r in records) == [0, 1, 2, 3]
 
     # re-score the saved samples: the same numbers, and only the failed request is sent again

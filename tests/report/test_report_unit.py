@@ -248,8 +248,9 @@ def test_labels_are_disambiguated(tmp_path: Path) -> None:
     assert [r.label for r in load_runs([tmp_path / "x" / "run"])] == ["same-model", "second-model"]
 
 
-def test_a_record_overwritten_by_a_later_run_is_not_attributed(tmp_path: Path) -> None:
-    """Two models judged into one output path: judgements/<task>.summary.json belongs to the later run."""
+def test_records_of_the_previous_layout_shared_by_two_runs_are_refused(tmp_path: Path) -> None:
+    """Two models judged into one output path by the previous layout (one `judgements/<task>.summary.json` for
+    the folder): whose records they are cannot be told, so the report refuses with one line (issue 52)."""
     out = tmp_path / "shared_output"
     tasks, groups = _haerae(0.25, 0.5, JUDGE_INFO)
     _results_file(out, "early", "20260101_000000", tasks, groups, judgements={"haerae_vision_original": dict(JUDGE_SUMMARY, requests=2)})
@@ -258,13 +259,12 @@ def test_a_record_overwritten_by_a_later_run_is_not_attributed(tmp_path: Path) -
     _results_file(
         out, "later", "20260102_000000", later_tasks, later_groups, judgements={"haerae_vision_original": dict(JUDGE_SUMMARY, unparsed=0)}
     )
-    early, later = load_runs([out])
-    assert [s.stale for s in summaries(early, "judgements")] == [True]
-    assert [s.stale for s in summaries(later, "judgements")] == [False]
-    md = write_report([out], tmp_path / "report").markdown.read_text(encoding="utf-8")
-    rows = {row[0]: row for row in _table(md, "health-judge")}
-    assert rows["early"][3:7] == ["2", "0", "0", "1"] and "overwritten by a later run" in rows["early"][-1]  # judge_info numbers
-    assert rows["early"][7] == "N/A" and rows["later"][-1] == "`judgements/haerae_vision_original.summary.json`"
+    early, _ = load_runs([out])
+    with pytest.raises(ReportInputError, match="shared by 2 runs") as caught:
+        summaries(early, "judgements")
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ReportInputError, match="shared by 2 runs"):
+        write_report([out], tmp_path / "report")
 
 
 def test_the_newest_results_file_wins_and_the_older_is_named(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert hooks.agg_vlm2_exact_score(judged_items) == pytest.approx(62.5)  # no exact-match mode for VID
     with pytest.raises(ValueError, match="no judge verdict.*process_results_batch"):  # not judged by the batch step
         hooks.agg_vid_ab_pct(items)
-    summary = json.loads((tmp_path / "out" / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((next((tmp_path / "out").glob("records_*")) / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))
     assert summary["judge_info"].startswith("judge=stand-in-judge") and "unparsed=1" in summary["judge_info"]
 
     # standard errors, by hand. AB percentages [100, 0], ABA [100, 50] (judge 2 -> 100, 1 -> 50)
@@ -114,7 +114,7 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert by_desc["desc-aba-two"].messages[0]["content"] == prompt("vlm2bench/pc_v_judge/prompt_aba").format(description="desc-aba-two")
     assert all(r.params.get("max_tokens") == 300 and "temperature" not in r.params for r in judged)
     assert all(r.model == "stand-in-judge" for r in server.requests)
-    assert list((tmp_path / "out" / "judgements").glob("*vlm2_bench_pc_vid*"))
+    assert list((next((tmp_path / "out").glob("records_*")) / "judgements").glob("*vlm2_bench_pc_vid*"))
 
 
 def test_vid_units_are_weighted_so_their_mean_is_the_score_and_a_lone_type_pools(judge_env, tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_vid_units_are_weighted_so_their_mean_is_the_score_and_a_lone_type_pools
     again = hooks.score_batch([{"vlm2_score": item} for item in items], args, repeat=1)
     assert [r["vlm2_score"]["score"] for r in again] == [1.0, 0.0, 1.0, 0.5]
     assert all("unit_score" not in r for r in again)
-    assert list((tmp_path / "out" / "repeats" / "1" / "judgements").glob("vlm2_bench_pc_vid.jsonl"))
+    assert list((next((tmp_path / "out").glob("records_*")) / "repeats" / "1" / "judgements").glob("vlm2_bench_pc_vid.jsonl"))
 
 
 def test_unparsed_replies_are_checked_once_not_on_every_repeat(judge_env, tmp_path: Path) -> None:

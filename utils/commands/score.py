@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks import tasks_path
-from lmms_tasks.utils.commands.report.runs import output_path_of
+from lmms_tasks.utils.commands.report.runs import ReportInputError, output_path_of, read_results_file, records_dir
 from lmms_tasks.utils.commands.tasks import benchmark_of
 from lmms_tasks.utils.services import stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services.records import RECORDS_KEY
 from lmms_tasks.utils.services.taskconfig import task_config, task_metadata, task_yaml_path
 
 RESCORED_FOLDER = "rescored"  # a re-score's own place, beside the samples file (never the run's judgements/)
@@ -259,6 +260,19 @@ def run_output_path(samples_path: Path) -> Path | None:
     return output_path_of(results, data if isinstance(data, dict) else {})
 
 
+def run_records(samples_path: Path, kind: str) -> Path | None:
+    """The folder of the run's own `kind` records ("judgements" | "executions"), as its results file names it
+    (`report.runs.records_dir`: each run's own folder; the previous layout's shared one only for a single run);
+    None without a results file. Raises RescoreError where the previous layout cannot tell whose they are."""
+    results = results_file_of(samples_path)
+    if results is None:
+        return None
+    try:
+        return records_dir(read_results_file(results), kind)
+    except ReportInputError as exc:
+        raise RescoreError(str(exc)) from exc
+
+
 def _judge_info_of(samples_path: Path, task: str) -> tuple[str, str] | None:
     """(model, endpoint host) of the task's `judge_info`-like metric in the run's results.json."""
     results = results_file_of(samples_path)
@@ -327,8 +341,8 @@ def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | Non
     None when the task was not judged or nothing was recorded."""
     output_path = run_output_path(samples_path)
     summaries = []
-    if output_path is not None:
-        directory = output_path / "judgements"
+    directory = run_records(samples_path, "judgements")
+    if directory is not None:
         others = _run_tasks(samples_path) - {task}
         summaries = [directory / f"{task}.summary.json"] + [
             path
@@ -336,7 +350,8 @@ def run_judge(samples_path: Path, task: str) -> tuple[dict[str, Any], str] | Non
             if not _belongs_to_other(path.name[: -len(".summary.json")], task, others)
         ]
     info = _judge_info_of(samples_path, task)
-    later = _overwritten_by_a_later_run(samples_path, output_path, task) if output_path is not None else None
+    legacy = directory is not None and output_path is not None and directory == output_path / "judgements"
+    later = _overwritten_by_a_later_run(samples_path, output_path, task) if legacy else None
     if later is not None:
         summaries = []  # the later run's judge, not this one's
     for path in summaries:
@@ -372,6 +387,7 @@ def aggregate(
     n_expected: int | None = None,
     n_expected_from: str = "",
     handed: judge.Handed | None = None,
+    scored_samples: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the task's batch step and every metric aggregation of the task (its YAML's `metric_list`) on
     per-sample values shaped as lmms-eval's samples file holds them (`{metric: process_results value}` per
@@ -379,9 +395,12 @@ def aggregate(
     (`score --from-official`). The batch step gets the task's config with `handed` (the judge settings and
     recorded replies of the command: `judge_handed`) added to its metadata."""
     root = root or tasks_path()
+    scored_samples = [] if scored_samples is None else scored_samples  # filled with the samples as scored here
     metric_list, batch, score_key, config = load_scoring(task, root)
     filter_name = filter_name or task_filter(config)
     config["metadata"] = judge.hand(config.get("metadata") if isinstance(config.get("metadata"), dict) else {}, handed or judge.Handed(check_first=True))
+    if output_dir:  # this re-score's own records folder (`services.records`), named in its results file as "."
+        config["metadata"][RECORDS_KEY] = str(Path(output_dir).expanduser().resolve())
     faults_before = len(run_status.faults(task))
     args = Namespace(output_path=str(output_dir) if output_dir else None, log_samples=True, limit=None, tasks=task)
     results: dict[str, Any] = {}
@@ -412,6 +431,7 @@ def aggregate(
         if "higher_is_better" in entry:
             higher_is_better[metric] = bool(entry["higher_is_better"])
     failures = [f.message for f in run_status.faults(task)[faults_before:]]
+    scored_samples.extend(samples)
     return {
         "task": task,
         "samples_file": source,
@@ -434,6 +454,7 @@ def rescore(
     allow_partial: bool = False,
     samples: list[dict[str, Any]] | None = None,
     handed: judge.Handed | None = None,
+    scored_samples: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric.
 
@@ -463,7 +484,52 @@ def rescore(
         n_expected=expected,
         n_expected_from=expected_from,
         handed=handed,
+        scored_samples=scored_samples,
     )
+
+
+RESCORE_KEY = "lmms_tasks_rescore"  # in a re-score's results file: the run it re-scored
+
+
+def write_run(report: dict[str, Any], samples_path: Path, scored: list[dict[str, Any]], output_dir: Path) -> Path:
+    """The re-score as an lmms-eval run: `<ts>_results.json` and `<ts>_samples_<task>.jsonl` in `output_dir`,
+    the original run's results file (model, configs) with this task's new numbers, its records folder
+    (`metadata.records`: `output_dir` itself, where this re-score's judgements/ and executions/ are) and
+    `lmms_tasks_rescore` naming the run it came from; `report` shows it beside the original (as
+    "<model> (re-scored)") and lmms-eval's `--baseline` reads its samples file."""
+    import time
+
+    task = report["task"]
+    original = results_file_of(samples_path)
+    data: dict[str, Any] = {}
+    if original is not None:
+        try:
+            data = json.loads(original.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+    config = dict((data.get("configs") or {}).get(task) or {})
+    config["metadata"] = {**(config.get("metadata") or {}), RECORDS_KEY: "."}
+    n = report["n_samples"]
+    data.update(
+        results={task: {"alias": task, **report["results"]}},
+        groups={},
+        group_subtasks={task: []},
+        configs={task: config},
+        higher_is_better={task: report["higher_is_better"]},
+        **{"n-samples": {task: {"original": n, "effective": n}}},
+    )
+    data["versions"] = {task: (data.get("versions") or {}).get(task)}
+    data[RESCORE_KEY] = {"results": str(original) if original else None, "samples": str(samples_path), "errors": report["errors"], "failures": report["failures"]}
+    output_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d_%H%M%S")
+    while (output_dir / f"{stamp}_results.json").exists():
+        time.sleep(1)
+        stamp = time.strftime("%Y%m%d_%H%M%S")
+    data["date"] = stamp
+    (output_dir / f"{stamp}_samples_{task}.jsonl").write_text("".join(json.dumps(s, ensure_ascii=False, default=str) + "\n" for s in scored), encoding="utf-8")
+    results_path = output_dir / f"{stamp}_results.json"
+    results_path.write_text(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    return results_path
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -538,20 +604,28 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
             shown = ", ".join(f"{k}={v}" for k, v in recorded[0].items())
             print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
         handed = judge_handed(recorded[0] if recorded else {}, judge_options)
+        scored: list[dict[str, Any]] = []
         report = rescore(
-            samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples, handed=handed
+            samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples, handed=handed,
+            scored_samples=scored,
         )
     except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     output_dir = args.output_dir or default_output_dir(samples_path)
     status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
-    print(records_note(output_dir, run_output_path(samples_path)))
+    print(f"wrote {write_run(report, samples_path, scored, output_dir)} (an lmms-eval run: `report` shows it beside the original)")
+    try:
+        run_judgements = run_records(samples_path, "judgements")
+    except RescoreError:
+        run_judgements = None
+    print(records_note(output_dir, run_judgements.parent if run_judgements is not None else None))
     return status
 
 
 def records_note(output_dir: Path, run_dir: Path | None) -> str:
-    """Where this re-score's judgement and execution records went, beside the run's own (left unchanged)."""
+    """Where this re-score's judgement and execution records went, beside the run's own (`run_dir`: the folder
+    holding the run's judgements/ and executions/, left unchanged)."""
     written = f"re-score records: {output_dir / 'judgements'}/ and {output_dir / 'executions'}/ (where the task judges or executes)"
     if run_dir is None:
         return written + "; no results file beside the samples file says where the run's own records are"

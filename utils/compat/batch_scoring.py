@@ -95,6 +95,19 @@ def apply(output: Any) -> None:
             warned = True
             logger.warning(f"{output.task_name}: the logged samples of filter {filter_key} do not line up with its documents; the batch scores are not written to the samples file")
     _apply_per_response(output, fn, args, config)
+    _carry_metadata(output, args)
+
+
+def _carry_metadata(output: Any, args: Any) -> None:
+    """The run's records folder (`services.records`, chosen by the batch step on the run's args) goes into the
+    task config lmms-eval saves in the results file (`configs.<task>.metadata.records`): 0.7.3 copied that
+    config (`TaskOutput.task_config`) before the batch step ran."""
+    from lmms_tasks.utils.services import records
+
+    name = records.chosen(args)
+    saved = getattr(output, "task_config", None)
+    if name and isinstance(saved, dict):
+        saved["metadata"] = {**(saved.get("metadata") or {}), records.RECORDS_KEY: name}
 
 
 def _apply_per_response(output: Any, fn: Callable[..., Any], args: Any, config: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import datasets
 
 from lmms_tasks.utils.haerae_vision import GAP, VARIANTS, data, metrics, prompting, task_name
+from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.llm_judge.verdicts import max_share
@@ -127,15 +128,16 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     (`services.llm_judge.verdicts.check_unparsed`).
 
     For the k-samples responses (`repeat` = j) each item's j-th response is judged (into
-    `<output_path>/repeats/<j>/judgements/`), for lmms-eval's stability metrics."""
+    `<run's records folder>/repeats/<j>/judgements/`), for lmms-eval's stability metrics."""
     results = [dict(r) for r in results]
     items = [r[SCORE] for r in results if SCORE in r]
     if not items:
         return results
-    output_dir = getattr(args, "output_path", None)
+    metadata = metadata_of(config)
+    output_dir = records.run_dir(args, metadata)  # this run's own records folder (services.records)
     if repeat is not None and output_dir:
         output_dir = str(Path(output_dir) / "repeats" / str(repeat))
-    scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None, metadata=metadata_of(config))
+    scored, verdicts = metrics.scored_task(items, args, output_dir=output_dir, check=repeat is None, metadata=metadata)
     fields = metrics.batch_fields(scored, verdicts) if repeat is None else {}
     for result in results:
         qid = str(result[SCORE]["question_idx"]) if SCORE in result else None

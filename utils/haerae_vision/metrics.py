@@ -28,6 +28,7 @@ from typing import Any
 from lmms_tasks.utils.haerae_vision import GAP
 from lmms_tasks.utils.haerae_vision.judging import DEFAULT_JUDGE_MODEL, JUDGE_PARAMS, judge_message_batch, parse_score, template_sha256
 from lmms_tasks.utils.haerae_vision.prompting import clean_response
+from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, verdict_fields
 from lmms_tasks.utils.services.logging import logger
 
@@ -182,7 +183,7 @@ def scored_task(
     """Judge the task's items (one cached batch; the batch step calls this once per task) and return their
     official scores and each item's verdict fields (by question_idx).
 
-    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`
+    The judge summary (`<run's records folder>/judgements/<task>.summary.json`, `services.records`) also gets the one-line `judge_info`
     (the per-category means are in the results: `category_scores`). `output_dir` overrides the run's output path
     (k-samples responses are judged into their own folder); `check`: warn (exit status 3) when most replies
     have no usable score (`services.llm_judge.verdicts.check_unparsed`); `metadata`: the task config's (its judge)."""
@@ -198,7 +199,7 @@ def scored_task(
         requests=_judge_requests(checked),
         parse=parse_score,
         config=config,
-        output_dir=output_dir or getattr(args, "output_path", None),
+        output_dir=output_dir or records.run_dir(args, metadata),
         prompt_sha256=template_sha256(),
         metadata=metadata,
     )

@@ -28,7 +28,7 @@ from lmms_tasks.utils.humaneval_v.descriptions import (
 from lmms_tasks.utils.humaneval_v.execution import execution_allowed, level_of, opt_in_refusal, require_opt_in
 from lmms_tasks.utils.humaneval_v.extraction import post_process
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, build_prompt, template_sha256, uses_image
-from lmms_tasks.utils.services import schema
+from lmms_tasks.utils.services import records, schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.logging import logger
@@ -249,8 +249,9 @@ def check_declared_metrics(task: str, setting: str, k: int, config: Any) -> None
         raise ValueError(f"{task}: its YAML declares dataset_kwargs.k = {k} but its metric_list lacks {missing} (it has {sorted(declared_names)})")
 
 
-def _output_dir(args: Any) -> str | None:
-    return getattr(args, "output_path", None) if args is not None else None
+def _output_dir(args: Any, metadata: dict[str, Any]) -> str | None:
+    """This run's own records folder (`services.records`), named in the task's metadata."""
+    return records.run_dir(args, metadata)
 
 
 def _k_for(items: list[dict[str, Any]]) -> int:
@@ -342,12 +343,12 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
                 result[key] = fraction_item(item, key, share / 100.0, base_qid=metrics.base_qid(item["qid"]))
         return results
     if repeat is None:
-        scored = metrics.score_items(items, _output_dir(args), k=k, level=level)
+        scored = metrics.score_items(items, _output_dir(args, metadata_of(config)), k=k, level=level)
         _annotate(results, lambda position: metrics.verdict_fields(scored, position))
         _write_task_scores(results, key, items, scored, (key, f"{key}_unrounded"))
         per_task = metrics.task_pass_at_k(scored)
     else:  # one response per task: its pass rate
-        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args), k=1, records=False, level=level))
+        per_task = metrics.task_pass_at_k(metrics.score_items(items, _output_dir(args, metadata_of(config)), k=1, records=False, level=level))
     if per_task is None:
         return results
     if repeat is not None:
@@ -453,7 +454,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[
         requests=requests,
         parse=_identity,
         config=config,
-        output_dir=_output_dir(args),
+        output_dir=_output_dir(args, metadata),
         prompt_sha256=template_sha256("t2c"),
         metadata=metadata,
     )
@@ -462,7 +463,7 @@ def _strong_coder_scored(items: list[dict[str, Any]], args: Any, metadata: dict[
         replies = [batch.outcomes[f"{item['qid']}#{i}"].content or "" for i in range(len(item["descriptions"]))]
         programs = [post_process(r, item["function_signature"], item["test_script"])[1] for r in replies]
         code_items.append({**item, "task": coder_task, "programs": programs})
-    return metrics.score_items(code_items, _output_dir(args), k=_k_for(items), level=level_of(metadata))
+    return metrics.score_items(code_items, _output_dir(args, metadata), k=_k_for(items), level=level_of(metadata))
 
 
 def coder_config(task: str, metadata: dict[str, Any] | None) -> Any:

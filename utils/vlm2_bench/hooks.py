@@ -26,6 +26,7 @@ from typing import Any
 
 import datasets
 
+from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.data import DataError, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.verdicts import Verdict, check_unparsed, max_share, verdict_fields
 from lmms_tasks.utils.services.logging import logger
@@ -305,7 +306,7 @@ def judge_vid(
     """Judge every PC-VID answer as one batch (the batch step calls this once per task) and return each
     document's verdict fields (`services.llm_judge.verdicts`) by doc_index.
 
-    The judge summary (`<output_path>/judgements/<task>.summary.json`) also gets the one-line `judge_info`.
+    The judge summary (`<run's records folder>/judgements/<task>.summary.json`, `services.records`) also gets the one-line `judge_info`.
     `output_dir` overrides the run's output path (k-samples responses are judged into their own folder).
     `check`: warn, and exit 3, when most replies have no usable score (`verdicts.check_unparsed`), and warn
     when a question type has no judged video (its official percentage is then the constant 0). `metadata`:
@@ -320,7 +321,7 @@ def judge_vid(
         requests=judge_requests(items),
         parse=parse_judge_score,
         config=config,
-        output_dir=output_dir or getattr(args, "output_path", None),
+        output_dir=output_dir or records.run_dir(args, metadata),
         prompt_sha256=judge_prompt_sha256(),
         metadata=metadata,
     )
@@ -510,9 +511,9 @@ UNIT_SCORES: dict[str, Callable[[Sequence[Item]], list[tuple[int, str, float]]]]
 }
 
 
-def _repeat_output_dir(args: Any, repeat: int | None) -> str | None:
-    """Where the judgements of the k-samples responses `repeat` go: `<output_path>/repeats/<repeat>/`."""
-    base = getattr(args, "output_path", None)
+def _repeat_output_dir(args: Any, repeat: int | None, metadata: dict[str, Any]) -> str | None:
+    """Where the judgements of the k-samples responses `repeat` go: `<run's records folder>/repeats/<repeat>/`."""
+    base = records.run_dir(args, metadata) if repeat is not None else None
     return None if repeat is None or not base else str(Path(base) / "repeats" / str(repeat))
 
 
@@ -527,13 +528,13 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     Documents that stand for no unit (a pair's second question, an excluded answer) carry no score.
 
     For the k-samples responses (`repeat` = j) each unit is scored from the j-th responses, as a 0-1
-    fraction, for lmms-eval's stability metrics (their judgements go to `<output_path>/repeats/<j>/`)."""
+    fraction, for lmms-eval's stability metrics (their judgements go to `<run's records folder>/repeats/<j>/`)."""
     results = [dict(r) for r in results]
     items = [r[SCORE] for r in results if SCORE in r]
     if not items:
         return results
     if _subtask_of(items) is not None and SUBTASKS[_subtask_of(items)][1] == "vid":
-        verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat), check=repeat is None, metadata=metadata_of(config))
+        verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat, metadata_of(config)), check=repeat is None, metadata=metadata_of(config))
         if repeat is None:  # every metric aggregates its own items: each carries the verdict
             for result in results:
                 for metric, value in result.items():

@@ -161,20 +161,23 @@ def export_main(argv: list[str]) -> int:
 
 
 def run_tasks(run_dirs: list[Path]) -> list[RunTask]:
-    """Every task of the runs under `run_dirs` with its samples file (the newest results file of a model
-    that has the task, as the report reads runs)."""
-    from lmms_tasks.utils.commands.report.runs import ReportInputError, load_runs
+    """Every task of every run (lmms-eval invocation: results file) under `run_dirs` with its samples file;
+    each is exported with its own run's records (a later run of the same model into the same folder
+    neither hides nor replaces an earlier one)."""
+    from lmms_tasks.utils.commands.report.runs import ReportInputError, Run, load_runs, single_file_run
 
     try:
-        runs = load_runs(run_dirs)
+        runs: list[Run] = load_runs(run_dirs)
     except ReportInputError as exc:
         raise OfficialFormatError(str(exc)) from exc
     found = []
     for run in runs:
-        for task, results_file in sorted(run.owner.items()):
-            samples_path = results_file.path.parent / f"{results_file.stamp}_samples_{task}.jsonl"
-            if samples_path.is_file() and task in (results_file.data.get("results") or {}):
-                found.append(RunTask(task, samples_path, results_file, run))
+        for results_file in sorted(run.files, key=lambda f: (f.date, str(f.path))):
+            one = single_file_run(run, results_file)
+            for task in sorted(results_file.data.get("results") or {}):
+                samples_path = results_file.path.parent / f"{results_file.stamp}_samples_{task}.jsonl"
+                if samples_path.is_file():
+                    found.append(RunTask(task, samples_path, results_file, one))
     if not found:
         raise OfficialFormatError(f"{', '.join(map(str, run_dirs))}: no samples files (run lmms-eval with --log_samples)")
     return found

@@ -395,6 +395,9 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
     def write(run_task: RunTask, exp: str, n: int, entries: list[dict[str, Any]]) -> None:
         model = safe_name(run_task.model, keep=".-")
         name = f"{model}_{EXPERIMENTS[exp][1]}_sample_{n}.json"
+        if (out / name).exists():  # another run of the model: its own files, the run's timestamp in the model name
+            model = f"{model}-{safe_name(run_task.stamp, keep='')}"
+            name = f"{model}_{EXPERIMENTS[exp][1]}_sample_{n}.json"
         if (out / name).exists():
             raise OfficialFormatError(f"{out / name}: two runs of {run_task.model} both have this setting; export them separately")
         _dump(out / name, entries)

@@ -2,8 +2,9 @@
 judgement and execution summaries our tasks write beside them.
 
 Layout read (lmms-eval 0.7.3): `<output_path>/<model>/<ts>_results.json` (or `<output_path>/<ts>_results.json`
-when no model name is known) with `<ts>_samples_<task>.jsonl` beside it, `<output_path>/judgements/<task>.summary.json`
-and `<output_path>/executions/<task>.summary.json`. Nothing here computes a metric: every value is read
+when no model name is known) with `<ts>_samples_<task>.jsonl` beside it, and the run's own records folder its
+results file names (`<output_path>/<model>/records_<ts>_<id>/judgements/<task>.summary.json` and `executions/`;
+`services.records`; the previous layout's `<output_path>/judgements/` where one run has the task). Nothing here computes a metric: every value is read
 as the file holds it.
 """
 
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from lmms_tasks.utils.services.records import recorded_dir
 
 RESULTS_SUFFIX = "_results.json"
 _MODEL_KEYS = ("model_version", "pretrained", "model", "model_name", "model_id")
@@ -61,7 +64,13 @@ class ResultsFile:
 
 def model_identity(data: Mapping[str, Any]) -> str:
     """The model under test: `model_version`/`pretrained`/`model` from `config.model_args`, else
-    lmms-eval's `model_name`, else the backend name."""
+    lmms-eval's `model_name`, else the backend name; a re-score's run (`score`) is "<model> (re-scored)", so
+    the report shows it beside the original."""
+    name = _model_name(data)
+    return f"{name} (re-scored)" if data.get("lmms_tasks_rescore") else name
+
+
+def _model_name(data: Mapping[str, Any]) -> str:
     config = data.get("config") or {}
     args = config.get("model_args")
     if isinstance(args, Mapping):
@@ -74,6 +83,7 @@ def model_identity(data: Mapping[str, Any]) -> str:
             if match and match.group(1).strip():
                 return match.group(1).strip()
     return str(data.get("model_name") or config.get("model") or "unknown model")
+
 
 
 def output_path_of(results_path: Path, data: Mapping[str, Any]) -> Path:
@@ -130,6 +140,13 @@ def _assign_owners(run: Run) -> None:
             if previous is not None:
                 run.superseded.append((name, previous))
             run.owner[name] = results_file
+
+
+def single_file_run(run: Run, results_file: ResultsFile) -> Run:
+    """One results file of a run as a run of its own (its tasks read from it and its own records)."""
+    one = Run(label=run.label, model=run.model, source=run.source, files=[results_file])
+    _assign_owners(one)
+    return one
 
 
 def load_runs(inputs: Iterable[Path | str]) -> list[Run]:
@@ -237,7 +254,7 @@ class Summary:
     path: Path
     data: dict[str, Any]
     results_file: ResultsFile
-    stale: bool = False  # a later lmms-eval run in the same output path wrote this file
+    stale: bool = False  # kept for callers; a run's own records are never rewritten by a later run
 
 
 def _owner_task(summary_task: str, names: Iterable[str]) -> str | None:
@@ -255,17 +272,39 @@ def _sibling_results(output_path: Path) -> list[ResultsFile]:
     return found
 
 
+def records_dir(results_file: ResultsFile, kind: str) -> Path | None:
+    """Where the run of a results file keeps its `kind` records ("judgements" | "executions"): the folder its
+    results file names (`configs.<task>.metadata.records`, `services.records`); for a run of the previous
+    layout (none named), `<output_path>/<kind>/`, read only when no other run of the previous layout in that
+    output path has one of its tasks (ReportInputError otherwise: whose records they are cannot be told)."""
+    named = recorded_dir(results_file.path, results_file.data)
+    if named is not None:
+        return named / kind
+    directory = results_file.output_path / kind
+    if not directory.is_dir():
+        return None
+    mine = set(results_file.data.get("results") or {})
+    sharing = [
+        s for s in _sibling_results(results_file.output_path)
+        if recorded_dir(s.path, s.data) is None and s.path.resolve() != results_file.path.resolve() and mine & set(s.data.get("results") or {})
+    ]
+    if sharing:
+        raise ReportInputError(
+            f"{directory}: records of the previous layout shared by {len(sharing) + 1} runs of the same task(s) "
+            f"({results_file.path.name}, {', '.join(s.path.name for s in sharing)}): whose they are cannot be told; "
+            f"run the evaluations again (each run now keeps its own records beside its results file)"
+        )
+    return directory
+
+
 def summaries(run: Run, kind: str) -> list[Summary]:
-    """The run's judgement or execution summaries, in task order. A summary belongs to the newest results
-    file (by date) of its output path that has its task; if that is not one of this run's files, the file
-    was overwritten by a later invocation and is returned with `stale=True`."""
+    """The run's judgement or execution summaries, in task order, each from the records folder of the results
+    file that owns its task (`records_dir`): a later run into the same output path never changes them."""
     out: list[Summary] = []
-    siblings_cache: dict[Path, list[ResultsFile]] = {}
     for results_file in run.files:
-        directory = results_file.output_path / kind
-        if not directory.is_dir():
+        directory = records_dir(results_file, kind)
+        if directory is None or not directory.is_dir():
             continue
-        siblings = siblings_cache.setdefault(results_file.output_path, _sibling_results(results_file.output_path))
         for path in sorted(directory.glob("*.summary.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -275,10 +314,7 @@ def summaries(run: Run, kind: str) -> list[Summary]:
             owner = _owner_task(task, results_file.data.get("results") or {})
             if owner is None or run.owner.get(owner) is not results_file:
                 continue
-            holders = [s for s in siblings if _owner_task(task, s.data.get("results") or {}) == owner]
-            newest = max(holders, key=lambda s: (s.date, str(s.path))) if holders else None
-            stale = newest is not None and newest.path.resolve() != results_file.path.resolve()
-            out.append(Summary(kind, task, owner, path, data, results_file, stale))
+            out.append(Summary(kind, task, owner, path, data, results_file))
     return sorted(out, key=lambda s: s.task)
 
 
@@ -449,7 +485,9 @@ __all__ = [
     "model_identity",
     "parse_judge_info",
     "read_results_file",
+    "records_dir",
     "samples_path",
+    "single_file_run",
     "score_key",
     "stderr",
     "summaries",
