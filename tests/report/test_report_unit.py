@@ -1,11 +1,12 @@
 """The report on small hand-written lmms-eval output directories: metric names old and new, filters found
-by scanning keys, N/A for missing and non-numeric values, run labels, stale and superseded records,
+by scanning keys, N/A for missing and non-numeric values, run labels (a model run twice: two runs), stale records,
 deterministic files, the CLI, the demo's last step, and a clear failure without matplotlib."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -231,7 +232,9 @@ def test_old_and_new_metric_names_side_by_side(two_runs: list[Path], tmp_path: P
     judge = _table(md, "haerae-judge")
     assert judge[0][2:6] == ["2", "1", "0", "1"] and judge[1][2:6] == ["N/A", "N/A", "N/A", "0"]  # explicit: no judge record
     # a summary written before levels were recorded: bubblewrap, the only level then
-    assert ["model-a", "`humaneval_v_v2c`", "`bubblewrap`", "4", "N/A", "1", "2", "1", "N/A", "N/A", "N/A", "2.500"] == _table(md, "health-exec")[0][:12]
+    assert ["model-a", "`humaneval_v_v2c`", "`bubblewrap`", "4", "N/A", "1", "2", "1", "N/A", "N/A", "N/A", "2.500"] == _table(
+        md, "health-exec"
+    )[0][:12]
     assert "humaneval_v_v2t" not in "".join(r[0] for r in _table(md, "hev-task-type"))
 
 
@@ -267,13 +270,24 @@ def test_records_of_the_previous_layout_shared_by_two_runs_are_refused(tmp_path:
         write_report([out], tmp_path / "report")
 
 
-def test_the_newest_results_file_wins_and_the_older_is_named(tmp_path: Path) -> None:
-    _results_file(tmp_path / "a", "m", "20260101_000000", {"vlm2_bench_gc_mat": {"vlm2_score,none": 10.0}})
-    _results_file(tmp_path / "b", "m", "20260105_000000", {"vlm2_bench_gc_mat": {"vlm2_score,none": 20.0}})
-    (run,) = load_runs([tmp_path])
-    assert metric(run.section("vlm2_bench_gc_mat"), "vlm2_score") == 20.0
-    md = write_report([tmp_path], tmp_path / "out").markdown.read_text(encoding="utf-8")
-    assert "`vlm2_bench_gc_mat` from `20260101_000000_results.json` is superseded" in md
+def test_a_model_run_again_on_a_task_is_a_further_run_beside_the_first(tmp_path: Path) -> None:
+    """Issue 52: the same model evaluated twice on a task in one input is two runs, each with its own scores,
+    labelled by its first results file's timestamp; invocations of other tasks join the latest run."""
+    x = tmp_path / "x"
+    _results_file(x / "a", "m", "20260101_000000", {"vlm2_bench_gc_mat": {"vlm2_score,none": 10.0}})
+    _results_file(x / "a", "m", "20260102_000000", {"humaneval_v_v2c": {"pass@1,none": 40.0}})  # another task: same run
+    _results_file(x / "b", "m", "20260105_000000", {"vlm2_bench_gc_mat": {"vlm2_score,none": 20.0}})
+    _results_file(x / "b", "other", "20260105_000000", {"vlm2_bench_gc_mat": {"vlm2_score,none": 30.0}})
+    runs = load_runs([x])
+    assert [r.label for r in runs] == ["m @ 20260101_000000", "m @ 20260105_000000", "other"]
+    assert [metric(r.section("vlm2_bench_gc_mat"), "vlm2_score") for r in runs] == [10.0, 20.0, 30.0]
+    assert [metric(r.section("humaneval_v_v2c"), "pass@1") for r in runs] == [40.0, None, None]
+    assert [len(r.files) for r in runs] == [2, 1, 1]
+    # two inputs holding the same runs: the directory's name is appended to each label
+    shutil.copytree(x, tmp_path / "y")
+    assert [r.label for r in load_runs([x, tmp_path / "y"])][2:4] == ["other (x)", "m @ 20260101_000000 (y)"]
+    md = write_report([x], tmp_path / "out").markdown.read_text(encoding="utf-8")
+    assert [row[0] for row in _table(md, "runs")] == ["m @ 20260101_000000", "m @ 20260105_000000", "other"]
 
 
 def test_output_is_deterministic(two_runs: list[Path], tmp_path: Path) -> None:

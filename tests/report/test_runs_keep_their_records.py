@@ -23,6 +23,7 @@ from lmms_tasks.utils.testing.unhurried import unhurried_site
 
 TASKS = ["haerae_vision_original", "humaneval_v_v2c"]
 N_HAERAE = len(hv_fixture.ITEMS)  # every document of the fixture
+N_HUMANEVAL = len(hev_fixture.records())  # every problem of the fixture (k = 1: one program each)
 
 
 def _hashes(root: Path) -> dict[str, str]:
@@ -37,7 +38,13 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = work / "results"
     # every reply is a judge score (the model's answers are judged 1/2; as programs they fail)
     with StandInServer(default_reply=lambda r: "<score>1/2</score>") as server:
-        extra = {**hv.env, **hev.env, "HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1", "PYTHONPATH": str(unhurried_site(work / "site")), "LMMS_TASKS_JUDGE_PROGRESS": "0"}
+        extra = {
+            **hv.env,
+            **hev.env,
+            "HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1",
+            "PYTHONPATH": str(unhurried_site(work / "site")),
+            "LMMS_TASKS_JUDGE_PROGRESS": "0",
+        }
         env = offline_env(server.base_url, work, extra=extra)
         first = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-a").check()
         before = _hashes(out)
@@ -65,12 +72,51 @@ def test_each_run_reads_its_own_records(folder: dict[str, Any]) -> None:
         judged = json.loads((records_dir(results, "judgements") / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
         assert judged["requests"] == n, key
         executed = (records_dir(results, "executions") / "humaneval_v_v2c.jsonl").read_text(encoding="utf-8").splitlines()
-        samples = folder[key].results_path.with_name(f"{results.stamp}_samples_humaneval_v_v2c.jsonl").read_text(encoding="utf-8").splitlines()
+        samples = (
+            folder[key].results_path.with_name(f"{results.stamp}_samples_humaneval_v_v2c.jsonl").read_text(encoding="utf-8").splitlines()
+        )
         assert len(executed) == len(samples) and len(samples) == (3 if key == "second" else 2 if key == "other" else len(samples))
-    # the report's health figures per model: each from its own run's summary
-    runs = {run.model: run for run in load_runs([folder["out"]])}
-    assert {s.task: s.data["requests"] for s in summaries(runs["vlm-b"], "judgements")} == {"haerae_vision_original": 2}
-    assert {s.task: s.data["requests"] for s in summaries(runs["vlm-a"], "judgements")} == {"haerae_vision_original": 3}  # the newest run of vlm-a
+    # each run of the folder (vlm-a twice: two runs) reads its own run's summary
+    runs = {run.label: run for run in load_runs([folder["out"]])}
+    assert {label: {s.task: s.data["requests"] for s in summaries(run, "judgements")} for label, run in runs.items()} == {
+        _label(folder["first"]): {"haerae_vision_original": N_HAERAE},
+        _label(folder["second"]): {"haerae_vision_original": 3},
+        "vlm-b": {"haerae_vision_original": 2},
+    }
+
+
+def _label(run: Any) -> str:
+    """The report's label of one of vlm-a's two runs: the model and its results file's timestamp."""
+    return "vlm-a @ " + run.results_path.name[: -len("_results.json")]
+
+
+def _table(markdown: str, anchor: str) -> list[dict[str, str]]:
+    """The body rows of a report table (after `<!-- table: anchor -->`), each as {column: cell}."""
+    lines = markdown.split(f"<!-- table: {anchor} -->", 1)[1].splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("|")) :]
+    lines = lines[: next((i for i, line in enumerate(lines) if not line.startswith("|")), len(lines))]
+    header, *body = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[:1] + lines[2:]]
+    return [dict(zip(header, row)) for row in body]
+
+
+@pytest.mark.e2e
+def test_report_shows_each_run_of_a_model_with_its_own_health_figures(folder: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
+    """vlm-a on every document and vlm-a again with `--limit 3`, into one folder: two report runs side by side,
+    labelled by their timestamps, whose judge requests and programs run differ as the runs did (issue 52)."""
+    from lmms_tasks.utils.commands.report import cli as report
+
+    first, second = _label(folder["first"]), _label(folder["second"])
+    capsys.readouterr()
+    assert report.main([str(folder["out"]), "--out", str(folder["work"] / "report_all")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"runs: {first}, {second}, vlm-b"
+    md = (folder["work"] / "report_all" / "report.md").read_text(encoding="utf-8")
+    # (requests, cache hits): the later runs' judgements all come from the shared cache the first run filled
+    judged = {
+        row["Run"]: (row["Requests"], row["Cache hits"]) for row in _table(md, "health-judge") if row["Task"] == "`haerae_vision_original`"
+    }
+    assert judged == {first: (str(N_HAERAE), "0"), second: ("3", "3"), "vlm-b": ("2", "2")}
+    executed = {row["Run"]: (row["Programs"], row["Cache hits"]) for row in _table(md, "health-exec") if row["Task"] == "`humaneval_v_v2c`"}
+    assert executed == {first: (str(N_HUMANEVAL), "0"), second: ("3", "3"), "vlm-b": ("2", "2")}
 
 
 @pytest.mark.e2e
@@ -89,7 +135,12 @@ def test_export_official_writes_each_runs_own_score_csv(folder: dict[str, Any]) 
 def _legacy_run(folder: Path, stamp: str, tasks: list[str]) -> Path:
     model = folder / "m"
     model.mkdir(parents=True, exist_ok=True)
-    data = {"results": {t: {"alias": t} for t in tasks}, "configs": {t: {"metadata": {"version": 1}} for t in tasks}, "model_name_sanitized": "m", "date": stamp}
+    data = {
+        "results": {t: {"alias": t} for t in tasks},
+        "configs": {t: {"metadata": {"version": 1}} for t in tasks},
+        "model_name_sanitized": "m",
+        "date": stamp,
+    }
     path = model / f"{stamp}_results.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
@@ -108,7 +159,9 @@ def test_previous_layout_read_for_one_run_refused_for_several(tmp_path: Path) ->
 
 
 @pytest.mark.e2e
-def test_report_shows_a_run_beside_its_rescore(folder: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def test_report_shows_a_run_beside_its_rescore(
+    folder: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     from lmms_tasks.utils.commands import score
     from lmms_tasks.utils.commands.report import cli as report
     from lmms_tasks.utils.services.llm_judge import judge
@@ -125,7 +178,9 @@ def test_report_shows_a_run_beside_its_rescore(folder: dict[str, Any], monkeypat
     assert _hashes(folder["out"]) == before  # the original run's files and records untouched
     run = next(rescored.glob("*_results.json"))
     data = json.loads(run.read_text(encoding="utf-8"))
-    assert data["results"]["haerae_vision_original"]["haerae_vision_score,none"] == first.metric("haerae_vision_original", "haerae_vision_score")
+    assert data["results"]["haerae_vision_original"]["haerae_vision_score,none"] == first.metric(
+        "haerae_vision_original", "haerae_vision_score"
+    )
     assert records_dir(read_results_file(run), "judgements") == rescored / "judgements"  # its own records, beside it
     assert json.loads((rescored / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))["requests"] == N_HAERAE
     assert len(next(rescored.glob("*_samples_haerae_vision_original.jsonl")).read_text(encoding="utf-8").splitlines()) == N_HAERAE

@@ -85,7 +85,6 @@ def _model_name(data: Mapping[str, Any]) -> str:
     return str(data.get("model_name") or config.get("model") or "unknown model")
 
 
-
 def output_path_of(results_path: Path, data: Mapping[str, Any]) -> Path:
     """The `--output_path` a results file was written under (where the run's judgements/ and executions/
     go), from what the run recorded: lmms-eval writes `<output_path>/<model_name_sanitized>/<ts>_results.json`,
@@ -114,14 +113,15 @@ def find_results_files(root: Path) -> list[Path]:
 
 @dataclass
 class Run:
-    """One model's results, from one input directory (possibly several lmms-eval invocations)."""
+    """One run of one model, from one input directory: the lmms-eval invocations (results files) of that model
+    whose tasks do not repeat one another. A model run again on a task it already has (another `--limit`, other
+    settings) is a further run, shown beside the first (`split_runs`)."""
 
     label: str
     model: str
     source: Path
     files: list[ResultsFile] = field(default_factory=list)
     owner: dict[str, ResultsFile] = field(default_factory=dict)  # task or group -> the file it is read from
-    superseded: list[tuple[str, ResultsFile]] = field(default_factory=list)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def section(self, name: str) -> dict[str, Any] | None:
@@ -133,13 +133,27 @@ class Run:
 
 
 def _assign_owners(run: Run) -> None:
-    """Each task/group is read from the newest file that has it; older copies are listed as superseded."""
-    for results_file in sorted(run.files, key=lambda f: (f.date, str(f.path))):
+    """Each task/group is read from the results file of the run that has it (one: `split_runs`)."""
+    for results_file in run.files:
         for name in results_file.names():
-            previous = run.owner.get(name)
-            if previous is not None:
-                run.superseded.append((name, previous))
             run.owner[name] = results_file
+
+
+def split_runs(files: Iterable[ResultsFile]) -> list[list[ResultsFile]]:
+    """One model's results files, oldest first, cut into runs: a file joins the latest run unless that run
+    already has one of its tasks or groups, then it starts a new one. Invocations of different tasks (the
+    V2T2C second run, one benchmark after another) make one run; the same task again (two runs into one
+    folder, e.g. with another `--limit`) makes two, each read from its own results and records."""
+    out: list[list[ResultsFile]] = []
+    names: set[str] = set()
+    for results_file in sorted(files, key=lambda f: (f.date, str(f.path))):
+        mine = results_file.names()
+        if not out or names & mine:
+            out.append([])
+            names = set()
+        out[-1].append(results_file)
+        names |= mine
+    return out
 
 
 def single_file_run(run: Run, results_file: ResultsFile) -> Run:
@@ -150,8 +164,10 @@ def single_file_run(run: Run, results_file: ResultsFile) -> Run:
 
 
 def load_runs(inputs: Iterable[Path | str]) -> list[Run]:
-    """Runs in input order: the results files under each input, grouped by model. Two runs with the same
-    label get the input directory's name appended (and a counter if that is still ambiguous)."""
+    """Runs in input order: the results files under each input, grouped by model, a model's files cut into
+    runs by `split_runs`. A model with several runs in one input labels each `<model> @ <timestamp>` (its first
+    results file's); two runs with the same label get the input directory's name appended (and a counter if
+    that is still ambiguous)."""
     runs: list[Run] = []
     for raw in inputs:
         source = Path(raw)
@@ -160,13 +176,15 @@ def load_runs(inputs: Iterable[Path | str]) -> list[Run]:
         paths = find_results_files(source)
         if not paths:
             raise ReportInputError(f"{source}: no lmms-eval results file (*{RESULTS_SUFFIX}) found under it")
-        by_model: dict[str, Run] = {}
+        by_model: dict[str, list[ResultsFile]] = {}
         for path in paths:
             results_file = read_results_file(path)
-            model = results_file.model
-            run = by_model.setdefault(model, Run(label=model, model=model, source=source))
-            run.files.append(results_file)
-        runs.extend(by_model.values())
+            by_model.setdefault(results_file.model, []).append(results_file)
+        for model, files in by_model.items():
+            parts = split_runs(files)
+            for part in parts:
+                label = f"{model} @ {part[0].stamp}" if len(parts) > 1 else model
+                runs.append(Run(label=label, model=model, source=source, files=part))
     for run in runs:
         _assign_owners(run)
     _disambiguate(runs)
@@ -182,7 +200,7 @@ def _disambiguate(runs: list[Run]) -> None:
     for run in runs:
         if run.label in clash:
             name = run.source.name if run.source.is_dir() else run.source.parent.name
-            run.label = f"{run.model} ({name})"
+            run.label = f"{run.label} ({name})"
     clash = duplicated()
     counters: dict[str, int] = {}
     for run in runs:
@@ -236,7 +254,9 @@ def stderr(section: Mapping[str, Any] | None, name: str) -> float | None:
     if not section:
         return None
     keys = metric_keys(section, name)
-    filters = [keys[0].split(",", 1)[1]] if keys else sorted(k.split(",", 1)[1] for k in section if k.split(",", 1)[0] == f"{name}_stderr_clt")
+    filters = (
+        [keys[0].split(",", 1)[1]] if keys else sorted(k.split(",", 1)[1] for k in section if k.split(",", 1)[0] == f"{name}_stderr_clt")
+    )
     value = section.get(f"{name}_stderr_clt,{filters[0]}") if filters else None
     return float(value) if is_number(value) else None
 
@@ -285,8 +305,11 @@ def records_dir(results_file: ResultsFile, kind: str) -> Path | None:
         return None
     mine = set(results_file.data.get("results") or {})
     sharing = [
-        s for s in _sibling_results(results_file.output_path)
-        if recorded_dir(s.path, s.data) is None and s.path.resolve() != results_file.path.resolve() and mine & set(s.data.get("results") or {})
+        s
+        for s in _sibling_results(results_file.output_path)
+        if recorded_dir(s.path, s.data) is None
+        and s.path.resolve() != results_file.path.resolve()
+        and mine & set(s.data.get("results") or {})
     ]
     if sharing:
         raise ReportInputError(
@@ -488,6 +511,7 @@ __all__ = [
     "records_dir",
     "samples_path",
     "single_file_run",
+    "split_runs",
     "score_key",
     "stderr",
     "summaries",

@@ -80,19 +80,19 @@ ERROR_NOTE = "`±`: `1.96` × the metric's standard error (`<metric>_stderr_clt`
 
 
 def runs_section(runs: Sequence[Run]) -> Section:
-    table = Table("runs", "Runs (one per model and input directory)", ["Run", "Model", "Backend", "Input", "lmms-eval results files"])
+    table = Table("runs", "Runs (per model and input directory)", ["Run", "Model", "Backend", "Input", "lmms-eval results files"])
     for run in runs:
         backend = str((run.files[0].data.get("config") or {}).get("model") or NA)
         files = "; ".join(f"`{f.path.relative_to(run.source) if run.source.is_dir() else f.path.name}`" for f in run.files)
         table.add(run.label, f"`{run.model}`", f"`{backend}`", f"`{run.source}`", files)
-    section = Section("runs", "Runs", "Each run is one model's lmms-eval results read from one input directory.", [table])
-    notes = [
-        f"- {run.label}: `{name}` from `{old.path.name}` is superseded by a newer results file"
-        for run in runs
-        for name, old in run.superseded
-    ]
-    if notes:
-        section.blocks.append("When a task appears in several results files of a run, the newest file is read:\n\n" + "\n".join(notes))
+    section = Section(
+        "runs",
+        "Runs",
+        "Each run is one model's lmms-eval results read from one input directory. A model evaluated again on a task it already has "
+        "(another `--limit`, other settings) is a further run beside the first, labelled `<model> @ <timestamp of its first results file>`, "
+        "with its own scores and records.",
+        [table],
+    )
     data = data_table(runs)
     if data.rows:
         section.blocks.append(data)
