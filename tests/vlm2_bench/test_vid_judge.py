@@ -3,6 +3,7 @@ type, max_tokens 300, unparseable replies dropped and counted, transport failure
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -81,7 +82,9 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert hooks.agg_vlm2_exact_score(judged_items) == pytest.approx(62.5)  # no exact-match mode for VID
     with pytest.raises(ValueError, match="no judge verdict.*process_results_batch"):  # not judged by the batch step
         hooks.agg_vid_ab_pct(items)
-    summary = json.loads((next((tmp_path / "out").glob("records_*")) / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))
+    summary = json.loads(
+        (next((tmp_path / "out").glob("records_*")) / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8")
+    )
     assert summary["judge_info"].startswith("judge=stand-in-judge") and "unparsed=1" in summary["judge_info"]
 
     # standard errors, by hand. AB percentages [100, 0], ABA [100, 50] (judge 2 -> 100, 1 -> 50)
@@ -100,7 +103,9 @@ def test_vid_metrics_from_judge_replies(judge_env, tmp_path: Path) -> None:
     assert {i: u["vlm2_score"] for i, u in units.items()} == pytest.approx(expected)
     assert sum(expected.values()) / 4 == pytest.approx(62.5)
     assert {i: u["pair_id"] for i, u in units.items()} == {0: "v_AB_1", 1: "v_AB_2", 3: "v_ABA_1", 4: "v_ABA_2"}
-    assert [r.get("unit_score") for r in batch] == pytest.approx([expected[0] / 100, expected[1] / 100, None, expected[3] / 100, expected[4] / 100, None])
+    assert [r.get("unit_score") for r in batch] == pytest.approx(
+        [expected[0] / 100, expected[1] / 100, None, expected[3] / 100, expected[4] / 100, None]
+    )
     ab = {r["vid_ab_pct"]["doc_index"]: r["vid_ab_pct"]["vlm2_score"] for r in batch if "vlm2_score" in r["vid_ab_pct"]}
     assert ab == {0: 100.0, 1: 0.0}  # the type's own percentages
     assert all("score" not in r["vid_n_ab"] for r in batch)  # only the headline item carries it
@@ -165,3 +170,33 @@ def test_unparsed_replies_are_checked_once_not_on_every_repeat(judge_env, tmp_pa
         assert len(run_status.faults("vlm2_bench_pc_vid")) == 1
     finally:
         run_status.clear()
+
+
+def test_each_run_keeps_its_own_vid_judgements(judge_env, tmp_path: Path) -> None:
+    """Issue 52: two runs of one model into one output path (the second on fewer videos, as with `--limit`):
+    each run's PC-VID judgements (and its k-samples repeats') go to the records folder its task config's
+    metadata names, beside its results; the second run changes no file of the first."""
+    for name in ("one", "two", "three"):
+        judge_env.script(f"desc-{name}", "Score: 1")
+    items = [_item(0, "v_AB_1", "desc-one"), _item(1, "v_AB_2", "desc-two"), _item(2, "v_ABA_1", "desc-three")]
+    out = tmp_path / "results"
+
+    def hashes() -> dict[str, str]:
+        return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    configs = [SimpleNamespace(metadata={}), SimpleNamespace(metadata={})]
+    for config, docs in zip(configs, (items, items[:2])):  # each lmms-eval run: its own args and task config
+        args = SimpleNamespace(output_path=str(out), model_args="model_version=vlm-a")
+        hooks.score_batch([{"vlm2_score": item} for item in docs], args, config=config)
+        hooks.score_batch([{"vlm2_score": item} for item in docs], args, repeat=1, config=config)
+        if config is configs[0]:
+            before = hashes()
+    first, second = (out / "vlm-a" / config.metadata["records"] for config in configs)
+    assert first != second and first.name.startswith("records_") and second.name.startswith("records_")
+    for folder, n in ((first, 3), (second, 2)):
+        summary = json.loads((folder / "judgements" / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))
+        assert summary["requests"] == n
+        assert len((folder / "repeats" / "1" / "judgements" / "vlm2_bench_pc_vid.jsonl").read_text(encoding="utf-8").splitlines()) == n
+    after = hashes()
+    assert before and {name: after.get(name) for name in before} == before
+    assert not (out / "judgements").exists() and not (out / "vlm-a" / "judgements").exists()
