@@ -195,12 +195,13 @@ def real_record_names(demo_two_models: tuple[Path, Any]) -> set[str]:
     top-level fields of the samples files (`unit_score`)."""
     import json
 
+    from lmms_tasks.utils.services.records import recorded_dir
     from lmms_tasks.utils.testing.demo import DEMO_MODELS
 
     _, outcome = demo_two_models
     names: set[str] = set()
     for run in outcome.runs_of(DEMO_MODELS[0]):
-        for summary in run.output_dir.glob("*/*.summary.json"):
+        for summary in recorded_dir(run.results_path, run.results).glob("*/*.summary.json"):  # the run's own records
             names |= set(json.loads(summary.read_text(encoding="utf-8")))
         for samples in run.samples.values():
             names |= {key for sample in samples for key in sample}

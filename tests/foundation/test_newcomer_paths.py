@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from lmms_tasks.utils.services.records import recorded_dir
 from lmms_tasks.utils.testing.startup_hook import hooked
 
 KEYS = ("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_", "VLM2_BENCH_", "HUMANEVAL_V", "HAERAE_VISION_")
@@ -33,11 +34,18 @@ def lmms_tasks(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complet
 
 
 def stage_copy(demo: tuple[Path, Any], task: str, tmp_path: Path) -> Path:
-    """A copy of the first demo run (an lmms-eval --output_path) that evaluated `task`."""
+    """An lmms-eval --output_path holding a copy of the first demo run that evaluated `task`: its results file,
+    samples files and records folder (the demo writes every run into one results folder, `results/<model>/`)."""
     work, outcome = demo
     run = next(r for r in outcome.runs if task in (r.results.get("results") or {}))
     copy = tmp_path / "run"
-    shutil.copytree(run.output_dir, copy)
+    folder = copy / run.results_path.parent.name
+    folder.mkdir(parents=True)
+    stamp = run.results_path.name[: -len("_results.json")]
+    for path in [run.results_path, *run.results_path.parent.glob(f"{stamp}_samples_*.jsonl")]:
+        shutil.copy(path, folder / path.name)
+    records = recorded_dir(run.results_path, run.results)
+    shutil.copytree(records, folder / records.relative_to(run.results_path.parent))
     return copy
 
 
@@ -50,7 +58,7 @@ def strong_coder_task(demo: tuple[Path, Any]) -> str:
     """The HumanEval-V task whose batch step asked the strong coder (its `<task>_strong_coder` judgements)."""
     _, outcome = demo
     for run in outcome.runs:
-        for summary in sorted((run.output_dir / "judgements").glob("*_strong_coder.summary.json")):
+        for summary in sorted((recorded_dir(run.results_path, run.results) / "judgements").glob("*_strong_coder.summary.json")):
             return summary.name[: -len("_strong_coder.summary.json")]
     raise AssertionError("the demo asked no strong coder")
 

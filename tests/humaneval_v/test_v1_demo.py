@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lmms_tasks.utils.testing.demo import DEMO_MODELS
+from lmms_tasks.utils.services.records import recorded_dir
 from lmms_tasks.utils.testing.e2e import RunResult
 from lmms_tasks.utils.testing.fixtures import humaneval_v1 as fx
 
@@ -25,7 +26,7 @@ def _stage(outcome: Any, model: str) -> RunResult:
 
 
 def _records(run: RunResult, task: str) -> list[dict[str, Any]]:
-    (path,) = run.output_dir.rglob(f"executions/{task}.jsonl")
+    path = recorded_dir(run.results_path, run.results) / "executions" / f"{task}.jsonl"  # the run's own records
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -73,7 +74,7 @@ def test_score_rescoring_a_v1_samples_file_gives_the_runs_numbers(
     from lmms_tasks.utils.commands.score import rescore
 
     run = _stage(demo_two_models[1], DEMO_MODELS[1])
-    (samples,) = run.output_dir.rglob("*_samples_humaneval_v1_pass10.jsonl")
+    samples = run.results_path.with_name(run.results_path.name.replace("_results.json", "_samples_humaneval_v1_pass10.jsonl"))
     monkeypatch.setenv("HUMANEVAL_V_ALLOW_CODE_EXECUTION", "1")
     monkeypatch.setenv("LMMS_TASKS_EXEC_CACHE_DIR", str(tmp_path / "exec"))
     report = rescore(samples, output_dir=tmp_path / "rescored")

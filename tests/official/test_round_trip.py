@@ -140,7 +140,7 @@ def exported_odd_name(demo_two_models, tmp_path_factory: pytest.TempPathFactory)
     """The demo's first model's runs, renamed ODD_MODEL (its results files' model_args), exported through the real CLI."""
     work, demo = demo_two_models
     root = tmp_path_factory.mktemp("odd_name")
-    shutil.copytree(work / "results" / DEMO_MODELS[0], root / "results")
+    shutil.copytree(demo.run_dirs[DEMO_MODELS[0]], root / "results" / DEMO_MODELS[0])  # the model's folder in the demo's results
     renamed = 0
     for path in (root / "results").rglob("*_results.json"):
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -265,13 +265,13 @@ def stats_report(stats_runs: list[Path], tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="session")
 def demo_report(demo_two_models: tuple[Path, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The report of the two-model demo's runs (WrittenReport), written once for the test run (into the demo's
+    """The report of the two-model demo's results folder (WrittenReport), written once for the test run (into the demo's
     folder, beside its runs: under pytest-xdist by the first worker that asks, see utils/testing/built_once.py)."""
     from lmms_tasks.utils.commands.report import write_report
     from lmms_tasks.utils.testing.built_once import built_once
 
     work, outcome = demo_two_models
-    return built_once(tmp_path_factory, "demo_report", lambda _: write_report(list(outcome.run_dirs.values()), work / "report"))
+    return built_once(tmp_path_factory, "demo_report", lambda _: write_report([outcome.results_dir], work / "report"))
 
 
 @pytest.fixture(scope="session")

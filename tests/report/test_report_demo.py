@@ -28,6 +28,7 @@ import pytest
 from lmms_tasks.utils.commands.report.sections import PLOT_NAMES
 from lmms_tasks.utils.haerae_vision import published as haerae_published
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
+from lmms_tasks.utils.services.records import recorded_dir
 from lmms_tasks.utils.testing.demo import DEMO_MODELS, DemoOutcome
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
@@ -70,6 +71,11 @@ class RunFiles:
         assert len(found) == 1, f"{self.label}: {name} in {len(found)} results files"
         return found[0]
 
+    def records(self, name: str, kind: str) -> Path:
+        """The `kind` records folder of the run that has `name`: the one its results file names (issue 52)."""
+        path, data = self.owner(name)
+        return recorded_dir(path, data) / kind
+
     def section(self, name: str) -> dict[str, Any]:
         _, data = self.owner(name)
         return data.get("groups", {}).get(name) or data["results"][name]
@@ -89,8 +95,7 @@ class RunFiles:
 
     def breakdown(self, kind: str, task: str, key: str) -> Any:
         """A dict breakdown: from the task's summary file where it has the key (newer runs), else results.json."""
-        path, _ = self.owner(task)
-        file = path.parents[1] / kind / f"{task}.summary.json"
+        file = self.records(task, kind) / f"{task}.summary.json"
         if file.is_file():
             data = json.loads(file.read_text(encoding="utf-8"))
             if key in data:
@@ -103,13 +108,12 @@ class RunFiles:
             for n in sorted({n for _, d in self.results for n in d["results"]}, key=len, reverse=True)
             if task == n or task.startswith(n + "_")
         )
-        path, _ = self.owner(owner_task)
-        return json.loads((path.parents[1] / kind / f"{task}.summary.json").read_text(encoding="utf-8"))
+        return json.loads((self.records(owner_task, kind) / f"{task}.summary.json").read_text(encoding="utf-8"))
 
     def summaries(self, kind: str) -> dict[str, dict[str, Any]]:
         out = {}
-        for path, _ in self.results:
-            for file in sorted((path.parents[1] / kind).glob("*.summary.json")):
+        for path, data in self.results:
+            for file in sorted((recorded_dir(path, data) / kind).glob("*.summary.json")):
                 data = json.loads(file.read_text(encoding="utf-8"))
                 out[data["task"]] = data
         return out
@@ -118,8 +122,9 @@ class RunFiles:
         return next(d for p, d in self.results if p.relative_to(self.root).as_posix() == relative)
 
 
-def read_run(label: str, root: Path) -> RunFiles:
-    files = sorted(root.rglob("*_results.json"))
+def read_run(label: str, root: Path, folder: Path) -> RunFiles:
+    """The results files of one model (its folder `folder` in the demo's one results folder `root`)."""
+    files = sorted(folder.rglob("*_results.json"))
     return RunFiles(label, root, [(p, json.loads(p.read_text(encoding="utf-8"))) for p in files])
 
 
@@ -209,7 +214,7 @@ def demo(demo_two_models: tuple[Path, DemoOutcome], demo_report: Any) -> Demo:
     work, outcome = demo_two_models
     written = demo_report
     markdown = written.markdown.read_text(encoding="utf-8")
-    runs = {model: read_run(model, root) for model, root in outcome.run_dirs.items()}
+    runs = {model: read_run(model, outcome.results_dir, folder) for model, folder in outcome.run_dirs.items()}
     return Demo(outcome, work / "report", markdown, written.html.read_text(encoding="utf-8"), parse_tables(markdown), runs, written.plots)
 
 

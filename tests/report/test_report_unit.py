@@ -354,12 +354,14 @@ def test_demo_ends_with_a_report_and_prints_its_path(
 
     def fake_run_demo(benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1) -> Any:
         calls.append(models)
-        return demo_module.DemoOutcome(run_dirs=dict(zip(demo_module.DEMO_MODELS, two_runs)))
+        for run in two_runs:  # both models' runs in one results folder, as the demo writes them
+            shutil.copytree(run, tmp_path / "results" / run.name, dirs_exist_ok=True)
+        return demo_module.DemoOutcome(run_dirs=dict(zip(demo_module.DEMO_MODELS, two_runs)), results_dir=tmp_path / "results")
 
     monkeypatch.setattr(demo_module, "run_demo", fake_run_demo)
     assert demo_module.main(["--models", "2", "--work-dir", str(tmp_path / "work")]) == 0
     printed = capsys.readouterr().out
     assert calls == [2] and f"results report: {tmp_path / 'work' / 'report' / 'report.html'}" in printed
-    assert (tmp_path / "work" / "report" / "report.md").stat().st_size > 0
+    assert [row[0] for row in _table((tmp_path / "work" / "report" / "report.md").read_text(encoding="utf-8"), "runs")] == ["model-a", "model-b"]
     assert demo_module.main(["--no-report", "--work-dir", str(tmp_path / "w2")]) == 0
     assert "results report" not in capsys.readouterr().out and not (tmp_path / "w2" / "report").exists()

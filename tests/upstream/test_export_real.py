@@ -257,7 +257,7 @@ def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, 
     --include_path (its first model: the same fixtures and scripted replies)."""
     ours = set(_our_index())
     _, demo = demo_two_models
-    through_include_path = {run.output_dir.name: run for run in demo.runs_of(DEMO_MODELS[0])}
+    through_include_path = dict(enumerate(demo.runs_of(DEMO_MODELS[0])))  # stage -> the demo's run (all into one results folder)
     compared: list[str] = []
     n_values = 0
     with StandInServer(default_reply="") as server:
@@ -276,7 +276,7 @@ def test_fixture_runs_give_the_same_metrics_as_through_include_path(site: Site, 
         for stage, tasks in enumerate(demo_stages(modules)):
             work = tmp_path / "exported"
             env = offline_env(server.base_url, work, data_env=data_env, extra={**DEMO_ENV, **demo_stage_env(modules, stage, previous)})
-            runs = {"include_path": through_include_path[f"stage_{stage}"]}
+            runs = {"include_path": through_include_path[stage]}
             runs["exported"] = run_lmms_eval(tasks, server.base_url, work / f"stage_{stage}", env=site.env(env), include_path="").check()
             previous = runs["exported"]
             assert "--include_path" not in runs["exported"].command and "--include_path" in runs["include_path"].command

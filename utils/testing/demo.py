@@ -10,9 +10,10 @@ previous stage's RunResult, e.g. the samples file a second stage reads). Stage *
 in one lmms-eval invocation (`stages()`), so the demo costs one start-up per stage, not per benchmark.
 
 With `--models 2` a second stand-in model (`stand-in-vlm-b`, scripted by each fixture module's
-`script_demo_second_model`, with different replies) runs every stage too, each model into its own
-`results/<model>/` directory. The demo ends by writing a results report (`python -m lmms_tasks report`)
-for its runs and printing where it is.
+`script_demo_second_model`, with different replies) runs every stage too. Every run of every model goes to
+one `--output_path`, `results/`, as users compare models (lmms-eval writes `results/<model>/<ts>_results.json`,
+each run's records beside it). The demo ends by writing a results report (`python -m lmms_tasks report
+results/`) and printing where it is.
 """
 
 from __future__ import annotations
@@ -62,13 +63,13 @@ class DemoOutcome:
 
     runs: list[RunResult] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
-    run_dirs: dict[str, Path] = field(default_factory=dict)  # model -> the directory holding its runs
+    run_dirs: dict[str, Path] = field(default_factory=dict)  # model -> its folder lmms-eval wrote (`results/<model>/`)
+    results_dir: Path | None = None  # the one --output_path every run went to
+    by_model: dict[str, list[RunResult]] = field(default_factory=dict)
 
     def runs_of(self, model: str) -> list[RunResult]:
-        """The runs of one stand-in model, in order (with one model: all of them)."""
-        if len(self.run_dirs) <= 1:
-            return list(self.runs)
-        return [run for run in self.runs if run.output_dir.parent == self.run_dirs[model]]
+        """The runs of one stand-in model, in stage order."""
+        return list(self.by_model.get(model, []))
 
 
 def stages(modules: dict[str, Any]) -> list[list[str]]:
@@ -91,8 +92,8 @@ def run_demo(
 ) -> DemoOutcome:
     """Run every stage of every benchmark against one stand-in server, for 1 or 2 stand-in models.
 
-    One model writes its runs under `work_dir/results/`; two models under `work_dir/results/<model>/`
-    each (the first model's runs all come first, so the second one meets a warm judge cache).
+    Every run goes to one `--output_path`, `work_dir/results/` (lmms-eval: `results/<model>/`), as users
+    compare models; the first model's runs all come first, so the second one meets a warm judge cache.
     """
     if models not in (1, 2):
         raise ValueError(f"the demo has 1 or 2 stand-in models, not {models}")
@@ -117,9 +118,8 @@ def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: 
             data_env.update(fixtures.env)
             modules[benchmark] = module
         env = offline_env(server.base_url, work_dir, data_env=data_env, extra={**DEMO_ENV, **kept_caches(work_dir)})
+        root = outcome.results_dir = work_dir / "results"
         for name in names:
-            root = work_dir / "results" / name if models > 1 else work_dir / "results"
-            outcome.run_dirs[name] = root
             previous: RunResult | None = None
             for stage, tasks in enumerate(stages(modules)):
                 started = time.monotonic()
@@ -127,7 +127,7 @@ def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: 
                 result = run_lmms_eval(
                     tasks,
                     server.base_url,
-                    root / f"stage_{stage}",
+                    root,
                     env={**env, **stage_env(modules, stage, previous)},
                     num_processes=num_processes,
                     model_version=name,
@@ -136,6 +136,8 @@ def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: 
                 say(_tables(result))
                 say(f"({time.monotonic() - started:.1f} s; results: {result.results_path})", flush=True)
                 runs.append(result)
+                outcome.by_model.setdefault(name, []).append(result)
+                outcome.run_dirs.setdefault(name, result.results_path.parent)
                 previous = result
         outcome.requests = list(server.requests)
         say(f"\nstand-in server answered {len(server.requests)} requests "
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_report:
         # the report draws in this process: matplotlib's cache too stays in the work dir (unless the user named one)
         os.environ.setdefault("MPLCONFIGDIR", kept_caches(work_dir)["MPLCONFIGDIR"])
-        _write_report(list(outcome.run_dirs.values()), args.report_dir or work_dir / "report")
+        _write_report([outcome.results_dir], args.report_dir or work_dir / "report")
     print(f"\ndemo: results, samples, judgements and data are kept in {work_dir}", flush=True)
     return 0
 
