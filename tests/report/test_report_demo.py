@@ -760,3 +760,17 @@ def test_html_is_self_contained_and_shows_the_same_tables(demo: Demo) -> None:
     assert set(parsed.tables) == set(demo.tables)
     for anchor, (header, rows) in demo.tables.items():
         assert parsed.tables[anchor] == [[code(c) for c in header]] + [[c.replace("`", "") for c in row] for row in rows], anchor
+
+
+def test_the_demo_runs_both_models_into_one_results_folder(demo: Demo) -> None:
+    """`demo --models 2` writes as users compare models (issue 52): every run into one `--output_path`, each model's
+    results in lmms-eval's `results/<model>/`, each run with its own records folder; the report reads that folder."""
+    outcome = demo.outcome
+    results = outcome.results_dir
+    assert results == demo.out.parent / "results" and {run.output_dir for run in outcome.runs} == {results}
+    assert {model: {run.results_path.parent for run in outcome.runs_of(model)} for model in DEMO_MODELS} == {
+        model: {results / model} for model in DEMO_MODELS
+    }
+    records = [recorded_dir(run.results_path, run.results) for run in outcome.runs]
+    assert len(set(records)) == len(outcome.runs) and all(r.parent == run.results_path.parent for r, run in zip(records, outcome.runs))
+    assert {row[3] for row in demo.tables["runs"][1]} == {f"`{results}`"}
