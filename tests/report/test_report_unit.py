@@ -362,6 +362,7 @@ def test_demo_ends_with_a_report_and_prints_its_path(
     assert demo_module.main(["--models", "2", "--work-dir", str(tmp_path / "work")]) == 0
     printed = capsys.readouterr().out
     assert calls == [2] and f"results report: {tmp_path / 'work' / 'report' / 'report.html'}" in printed
-    assert [row[0] for row in _table((tmp_path / "work" / "report" / "report.md").read_text(encoding="utf-8"), "runs")] == ["model-a", "model-b"]
+    runs = _table((tmp_path / "work" / "report" / "report.md").read_text(encoding="utf-8"), "runs")
+    assert [(row[0], row[3]) for row in runs] == [(model, f"`{tmp_path / 'results'}`") for model in ("model-a", "model-b")]  # one input: the results folder
     assert demo_module.main(["--no-report", "--work-dir", str(tmp_path / "w2")]) == 0
     assert "results report" not in capsys.readouterr().out and not (tmp_path / "w2" / "report").exists()
