@@ -15,6 +15,7 @@ the rank's own status); the rank that fails and its status are named in its erro
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -159,7 +160,10 @@ def _check(fault: Fault, entry: str, outcome: Outcome) -> None:
     assert "deadlock avoided" not in output and "Could not acquire internal lock" not in output  # no logging inside a sink
     if fault.outputs:
         assert run.results_path is not None and run.samples, tail
-        assert (run.results_path.parent.parent / "judgements" / "haerae_vision_original.jsonl").is_file()
+        from lmms_tasks.utils.services.records import recorded_dir
+
+        records = recorded_dir(run.results_path, json.loads(run.results_path.read_text(encoding="utf-8")))  # the run's own, as its results file names them
+        assert records is not None and (records / "judgements" / "haerae_vision_original.jsonl").is_file()
     else:
         assert run.results_path is None and not list(run.output_dir.rglob("*_samples_*.jsonl")), tail
     if fault.name in ("bad_data", "judge_rejected"):

@@ -47,8 +47,8 @@ def test_media_stats_hands_the_loader_the_inspecting_fact_in_the_metadata(hermet
     (task,) = inspected_tasks(["humaneval_v_v2c"]).values()
     assert task.config.metadata[INSPECTING] is True and task.config.metadata["version"] is not None  # added to the YAML's
     with pytest.raises(CodeExecutionNotAllowed):
-        hooks.load_subtask(metadata={"version": 1}, subtask="v2c")  # a run's metadata: the opt-in applies
-    assert len(hooks.load_subtask(metadata={INSPECTING: True}, subtask="v2c")["test"]) == stats.docs
+        hooks.load_subtask(metadata={"version": 1}, subtask="v2c", setting="v2c")  # a run's metadata: the opt-in applies
+    assert len(hooks.load_subtask(metadata={INSPECTING: True}, subtask="v2c", setting="v2c")["test"]) == stats.docs
     assert not inspecting({}) and not inspecting(None) and not inspecting({INSPECTING: "yes"}) and inspecting({INSPECTING: True})
 
 

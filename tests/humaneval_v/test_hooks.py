@@ -276,7 +276,7 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     assert hooks.agg_pass_at_k(scored_items) == 50.0  # 2 of 4
     assert hooks.agg_parse_success_rate([d["parse_success_rate"] for d in documents]) == 75.0  # 1 of 4 gated
     # the breakdowns are in the execution summary, not in the results table
-    summary = json.loads((tmp_path / "out" / "executions" / "humaneval_v_v2c.summary.json").read_text())
+    summary = json.loads((next((tmp_path / "out").glob("records_*")) / "executions" / "humaneval_v_v2c.summary.json").read_text())
     assert summary["by_task_type"] == {"Aggregation": 100.0, "Rearrangement": 100.0, "Iteration": 0.0, "Validation": 0.0}
     assert summary["by_capability"]["Mathematical Operations"] == 50.0 and summary["k"] == 1  # q1 yes, q2-2 no
     # standard error over the 4 tasks: SD(100, 100, 0, 0) / 2, the rounded and unrounded numbers alike
@@ -293,7 +293,7 @@ def test_metrics_pass1_with_real_execution(data: fx.FixtureSet, tmp_path: Path, 
     }
     assert all(d["unit_score"] == d["pass@1"]["score"] and "score" not in d["parse_success_rate"] for d in documents)
     assert {d["pass@1"]["qid"]: d["parse_success_rate"]["gated"] for d in documents}["q2-2"] == [True]
-    records = [json.loads(line) for line in (tmp_path / "out" / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (next((tmp_path / "out").glob("records_*")) / "executions" / "humaneval_v_v2c.jsonl").read_text().splitlines()]
     by_qid = {r["qid"]: r for r in records}
     assert by_qid["q2-2"]["result"] == "Pylint syntax check failed:\nUndefined variable 'STEP'"
     assert by_qid["q3"]["passed"] is False and by_qid["q1"]["result"] == "passed"
