@@ -94,18 +94,21 @@ def test_a_rescore_never_passes_for_the_runs_own_records(demo_two_models: tuple[
     rescored = samples_of(run, "haerae_vision_original").parent / "rescored"
     assert (rescored / f"{samples_of(run, 'haerae_vision_original').stem}.rescored.json").is_file()
     assert (rescored / "judgements" / "haerae_vision_original.summary.json").is_file()
-    assert f"the run's own records in {run / 'judgements'}/ are left unchanged" in first.stdout
+    (results,) = samples_of(run, "haerae_vision_original").parent.glob("*_results.json")
+    own = recorded_dir(results, json.loads(results.read_text(encoding="utf-8")))  # the run's records, as its results file names them
+    assert own is not None and f"the run's own records in {own / 'judgements'}/ are left unchanged" in first.stdout
 
     second = lmms_tasks("score", str(samples_of(run, "haerae_vision_explicit")), env=env, cwd=tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert f"from {run / 'judgements' / 'haerae_vision_explicit.summary.json'}" in second.stderr  # the run's judge, as recorded
-    untouched = json.loads((run / "judgements" / "haerae_vision_explicit.summary.json").read_text(encoding="utf-8"))
+    assert f"from {own / 'judgements' / 'haerae_vision_explicit.summary.json'}" in second.stderr  # the run's judge, as recorded
+    untouched = json.loads((own / "judgements" / "haerae_vision_explicit.summary.json").read_text(encoding="utf-8"))
     assert untouched.get("replayed_from") is None and "rescored" not in json.dumps(untouched)
 
     export = lmms_tasks("export-official", str(run), "--out", str(tmp_path / "official"), env=env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr[-3000:]
     scores = sorted(p.name for p in (tmp_path / "official" / "haerae_vision" / "scores").glob("*.csv"))
-    assert len(scores) == 2 and {s.split("-")[-1] for s in scores} == {"original_1.csv", "explicit_1.csv"}, scores
+    # the run's own two, and the two re-scores beside it, which are runs too (issue 52)
+    assert scores == ["stand-in-vlm-explicit_1.csv", "stand-in-vlm-original_1.csv", "stand-in-vlm__re-scored_-explicit_1.csv", "stand-in-vlm__re-scored_-original_1.csv"], scores
     assert "recorded no judgements" not in export.stderr
 
 
