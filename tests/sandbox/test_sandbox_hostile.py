@@ -173,7 +173,9 @@ def _host_processes_of_the_sandbox(needle: str) -> list[tuple[int, bool, list[st
     own, found = os.readlink("/proc/self/ns/user"), []
     for pid in leftover_processes(needle):
         try:
-            found.append((os.stat(f"/proc/{pid}").st_uid, os.readlink(f"/proc/{pid}/ns/user") != own, Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if argv[0]:  # an exited process not yet reaped (a zombie) has no argv and runs nothing
+                found.append((os.stat(f"/proc/{pid}").st_uid, os.readlink(f"/proc/{pid}/ns/user") != own, argv))
         except OSError:
             pass
     return found

@@ -54,7 +54,7 @@ class Service:
 SERVICES = (
     Service(
         "task_cache",
-        ("services.cache", "services.status"),
+        ("services.cache", "services.status", "services.records"),
         "cache",
         "feat(tasks): content-addressed disk cache for slow, deterministic task scoring steps",
         "A cache of one JSON file per entry, addressed by the sha256 of a canonical rendering of what identifies the work and "

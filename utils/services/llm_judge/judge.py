@@ -787,8 +787,8 @@ def _run_pool(config: JudgeConfig, task: str, pending: list[str], run_one: Calla
                 future.result()  # run_one turns every error into outcome.error; anything else is a bug
     except KeyboardInterrupt as exc:
         # Ctrl-C: stop at once; finished replies are already in the cache, the rest re-run next time. The requests
-        # in flight are abandoned, not waited for: the lmms-eval command ends without joining these threads
-        # (utils/compat/exit_status.py), and a killed claim is released by the kernel.
+        # in flight are abandoned, not waited for: the command's interrupt handling ends the process without joining
+        # these threads, and a killed claim is released by the kernel.
         pool.shutdown(wait=False, cancel_futures=True)
         raise JudgingInterrupted(
             f"judging {task} was interrupted: the judge replies received so far are kept in the judge cache "
