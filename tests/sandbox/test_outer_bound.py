@@ -40,7 +40,8 @@ def test_a_fork_bomb_past_a_broken_task_limit_fails_its_test_and_stays_bounded(t
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-m", "pytest", f"{HOSTILE}::test_fork_bomb_is_contained", "-p", "plant_pids_cgroup_not_entered"]
     command += [f"--confcutdir={HOSTILE.parent}", "-p", "no:randomly", "-p", "no:xdist", "-q", f"--basetemp={tmp_path / 'run'}"]
-    with bounded(sandboxes=3) as bound:  # above the bound of the pytest inside (one sandbox), which must stop the bomb first
+    # above the limit of the bound of the pytest inside (two sandboxes: twice their allowance), which must stop the bomb first
+    with bounded(sandboxes=5) as bound:
         if bound.kind != "cgroup":
             pytest.skip("the tasks are counted in a cgroup of the test's own; none can be made here")
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
