@@ -22,24 +22,11 @@ import pytest
 
 from lmms_tasks.utils.services.schema import MEDIA_CACHE_ENV
 from lmms_tasks.utils.testing.built_once import built_once
-from lmms_tasks.utils.testing.e2e import RUN_HF_CACHE_ENV
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import (
-    DEFER_IMPORTS_ENV,
-    DEFERRED,
-    INDEX_CACHE_ENV,
-    PRELOAD_ENV,
-    inherited_environment,
-    start_suite_preload,
-    stop_preload,
-)
 
 LOGURU_ERROR = "Logging error in Loguru Handler"
 _OWN_BASETEMP = "_lmms_tasks_own_basetemp"
 _OWN_MEDIA_CACHE = "_lmms_tasks_own_media_cache"
-_OWN_INDEX_CACHE = "_lmms_tasks_own_index_cache"
-_OWN_PRELOAD = "_lmms_tasks_own_preload"
-_OWN_HF_CACHE = "_lmms_tasks_own_hf_cache"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -49,18 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     The image-verdict cache (`LMMS_TASKS_MEDIA_CACHE_DIR`, default ~/.cache/lmms_tasks/media) is the run's own too,
     set before the workers start so they, and every lmms-eval they run, inherit it: tests write nothing under the
-    user's home, and a verdict the user's cache holds never answers a test. So are the Hugging Face caches of the
-    lmms-eval runs the tests start (`LMMS_TASKS_TEST_HF_CACHE`, utils/testing/e2e.py): one for the run, not one
-    per test, so that those runs can share the preloaded Hugging Face imports (below), which read where the caches
-    are.
-
-    So is the folder of lmms-eval's built-in task index (`LMMS_TASKS_TEST_INDEX_CACHE`, utils/testing/startup_hook.py):
-    the lmms-eval processes the tests start index lmms-eval's own tasks once per run, not once each. And those
-    processes run Hugging Face `evaluate`, which lmms-eval imports at start-up and our tasks never use, only if
-    something reads it (`LMMS_TASKS_TEST_DEFER_IMPORTS`, the same module), and those of their imports that are the
-    same in every one of them are made once, by the run's preload servers (`LMMS_TASKS_TEST_PRELOAD`, the same
-    module: one per kind of process, those of the two kinds most processes are started here), stopped when the run
-    ends."""
+    user's home, and a verdict the user's cache holds never answers a test."""
     if hasattr(config, "workerinput"):
         return
     if hasattr(config.option, "loadscopereorder"):  # the units keep the order pytest_collection_modifyitems gives them
@@ -71,33 +47,13 @@ def pytest_configure(config: pytest.Config) -> None:
     media = tempfile.mkdtemp(prefix="lmms_tasks-media-")
     setattr(config, _OWN_MEDIA_CACHE, media)
     os.environ[MEDIA_CACHE_ENV] = media
-    if RUN_HF_CACHE_ENV not in os.environ:
-        hf_cache = tempfile.mkdtemp(prefix="lmms_tasks-hf-")
-        setattr(config, _OWN_HF_CACHE, hf_cache)
-        os.environ[RUN_HF_CACHE_ENV] = hf_cache
-    if INDEX_CACHE_ENV not in os.environ:  # set and empty: off (every process indexes lmms-eval's tasks itself)
-        index = tempfile.mkdtemp(prefix="lmms_tasks-index-")
-        setattr(config, _OWN_INDEX_CACHE, index)
-        os.environ[INDEX_CACHE_ENV] = index
-    os.environ.setdefault(DEFER_IMPORTS_ENV, DEFERRED)  # set and empty: off (every process imports as a user's does)
-    if PRELOAD_ENV not in os.environ:  # set and empty: off (every process makes its own imports)
-        folder = Path(tempfile.mkdtemp(prefix="lmms_tasks-preload-"))
-        setattr(config, _OWN_PRELOAD, folder)
-        # the tests run in pytest-xdist's workers, which get more than os.environ shows here, or in this process
-        start_suite_preload(folder, inherited_environment() if getattr(config.option, "numprocesses", None) else dict(os.environ))
-        os.environ[PRELOAD_ENV] = str(folder)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run's own temporary root is removed when every test passed, kept (and named) otherwise."""
-    preload = getattr(session.config, _OWN_PRELOAD, None)
-    if preload is not None:
-        stop_preload(preload)
-        shutil.rmtree(preload, ignore_errors=True)
-    for own_cache in (_OWN_MEDIA_CACHE, _OWN_INDEX_CACHE, _OWN_HF_CACHE):
-        folder = getattr(session.config, own_cache, None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+    media = getattr(session.config, _OWN_MEDIA_CACHE, None)
+    if media is not None:
+        shutil.rmtree(media, ignore_errors=True)
     own = getattr(session.config, _OWN_BASETEMP, None)
     if own is None:
         return
@@ -192,7 +148,7 @@ def demo_two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, obj
     from lmms_tasks import BENCHMARKS
     from lmms_tasks.utils.testing.demo import run_demo
 
-    return built_once(tmp_path_factory, "demo_two_models", lambda work: (work, run_demo(list(BENCHMARKS), work, quiet=True, models=2)))
+    return built_once(tmp_path_factory, "demo_two_models", lambda work: (work, run_demo(list(BENCHMARKS), work, quiet=True, models=2, in_process=True)))
 
 
 def include_path_only(fixture: Any) -> Any:

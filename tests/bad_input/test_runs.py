@@ -24,7 +24,6 @@ from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 pytestmark = pytest.mark.e2e
 SECRET = "sk-lmmstasks-judge-secret-0123456789abcdef"
@@ -35,7 +34,7 @@ def test_judge_echoing_the_key_leaves_it_in_no_file(tmp_path: Path) -> None:
     with StandInServer(default_reply="정답입니다.") as server:
         server.fault(lambda r: r.model == STAND_IN_JUDGE, "401-echo", times=None)
         env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_API_KEY": SECRET, "LMMS_TASKS_JUDGE_PREFLIGHT": "0"})
-        run = run_lmms_eval(["haerae_vision_original"], server.base_url, tmp_path / "out", env=env).check(exit_status=EXIT_INCOMPLETE)
+        run = run_lmms_eval(["haerae_vision_original"], server.base_url, tmp_path / "out", env=env, in_process=True).check(exit_status=EXIT_INCOMPLETE)
         echoed = [r for r in server.requests if r.model == STAND_IN_JUDGE]
     assert echoed and all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in echoed)  # the key was really sent
     assert run.metric("haerae_vision_original", "judge_failures") == len(hv_fixture.ITEMS)
@@ -62,7 +61,7 @@ def _demo_files(demo_two_models, task: str, tmp_path: Path) -> tuple[Path, Path,
 
 
 def _score_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_tasks", "score", *args], env=hooked(env), capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run([sys.executable, "-m", "lmms_tasks", "score", *args], env=dict(env), capture_output=True, text=True, timeout=600, check=False)
 
 
 def _clean_env(work: Path, **extra: str) -> dict[str, str]:

@@ -21,7 +21,6 @@ from lmms_tasks.utils.compat import batch_scoring as compat_batch
 from lmms_tasks.utils.compat import datasets as compat_datasets
 from lmms_tasks.utils.compat import exit_status, groups, k_samples
 from lmms_tasks.utils.services import status
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -448,7 +447,7 @@ def test_a_task_that_installed_some_backports_first_leaves_ours_every_backport_a
     task does) and is loaded before ours, in the same process: activation must still install the custom_dataset
     loader (the field is there, but lmms-eval does not load it) and must not wrap the batch step twice (every item
     would be scored twice). Before the fix, `media-stats` after an in-process `score` of such a task loaded no data."""
-    out = subprocess.run([sys.executable, "-c", PARTIAL_FIRST], env=hooked(os.environ), capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run([sys.executable, "-c", PARTIAL_FIRST], env=dict(os.environ), capture_output=True, text=True, timeout=300, check=True)
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["installed"][:2] == ["task_config", "batch_scoring"] and "datasets" in seen["installed"] and "responses" in seen["installed"]
     assert len(seen["installed"]) == len(set(seen["installed"]))

@@ -15,7 +15,6 @@ from pathlib import Path
 from lmms_tasks.utils.commands.upstream import series
 from lmms_tasks.utils.compat import SHIMS
 from lmms_tasks.utils.testing import patched
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 def test_every_shim_retires_on_the_patched_lmms_eval(patched_lmms_eval: Path) -> None:
@@ -26,7 +25,7 @@ def test_every_shim_retires_on_the_patched_lmms_eval(patched_lmms_eval: Path) ->
         "from lmms_tasks.utils import compat\n"
         "print(json.dumps({'file': lmms_eval.__file__, 'present': {s.NAME: s.present() for s in compat.SHIMS}, 'installed': compat.activate()}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], env=hooked(patched.env(patched_lmms_eval)), capture_output=True, text=True, timeout=300, check=False)
+    out = subprocess.run([sys.executable, "-c", probe], env=dict(patched.env(patched_lmms_eval)), capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["file"].startswith(str(patched_lmms_eval))
@@ -43,7 +42,7 @@ def test_the_series_own_tests_pass_on_the_patched_copy(patched_lmms_eval: Path) 
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "test"],
         cwd=patched_lmms_eval,
-        env=hooked(patched.env(patched_lmms_eval)),
+        env=dict(patched.env(patched_lmms_eval)),
         capture_output=True,
         text=True,
         timeout=900,

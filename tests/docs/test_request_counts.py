@@ -30,7 +30,7 @@ def test_the_readme_request_counts_of_a_five_item_try(tmp_path: Path) -> None:
         env = offline_env(server.base_url, tmp_path, data.env, extra={"LMMS_TASKS_JUDGE_PROGRESS": "0"})
         utc8 = datetime.timezone(datetime.timedelta(hours=8))
         started = datetime.datetime.now(utc8).replace(microsecond=0, tzinfo=None)
-        run = run_lmms_eval("haerae_vision", server.base_url, tmp_path / "out", env=env, limit=limit).check()
+        run = run_lmms_eval("haerae_vision", server.base_url, tmp_path / "out", env=env, limit=limit, in_process=True).check()
         ended = datetime.datetime.now(utc8).replace(tzinfo=None)
         sent_model = len(server.requests_for(model=STAND_IN_MODEL))
         sent_judge = len(server.requests_for(model=STAND_IN_JUDGE)) + len(server.preflights)

@@ -21,11 +21,10 @@ from lmms_tasks.__main__ import COMMANDS
 from lmms_tasks.utils.testing import demo as demo_module
 from lmms_tasks.utils.testing.e2e import console_script
 from lmms_tasks.utils.testing.stand_in import READY
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 def run_cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
-    kwargs["env"] = hooked(kwargs.get("env", os.environ))  # the suite's start-up hook (utils/testing/startup_hook.py)
+    kwargs["env"] = dict(kwargs.get("env", os.environ))
     return subprocess.run([sys.executable, "-m", "lmms_tasks", *args], capture_output=True, text=True, timeout=300, check=False, **kwargs)
 
 

@@ -44,11 +44,10 @@ REGISTRIES = {
     ("utils/compat/__init__.py", "_installed"): "which shims this process installed (once per process; read by `installed()` for the log)",
     ("utils/compat/__init__.py", "_done"): "the shims were installed once in this process",
     ("utils/compat/exit_status.py", "_uncaught"): "lmms-eval's own uncaught error, recorded for the exit status (written and read by the shim)",
-    ("utils/services/llm_judge/judge.py", "_announced"): "log once per task and role which judge scores it",
+    ("utils/services/llm_judge/judge.py", "_announced"): "log once per task, role and judge which judge scores it",
     ("utils/services/llm_judge/judge.py", "_clients"): "one HTTP client per endpoint configuration (a cache keyed by the whole configuration)",
     ("utils/services/llm_judge/judge.py", "_memo"): "finished batches keyed by their content (config, requests, replies): a cache",
-    ("utils/services/llm_judge/judge.py", "_preflights"): "each endpoint/key/model is checked once per process (a cache of the answer)",
-    ("utils/services/llm_judge/judge.py", "_reachable"): "each endpoint's reachability, checked once per process (a cache)",
+    ("utils/services/llm_judge/judge.py", "_preflights"): "each endpoint/key/model that passed the preflight, once per process (a cache of the answer)",
     ("utils/services/schema.py", "_indexed"): "media files already indexed (a cache)",
     ("utils/services/schema.py", "_verified"): "media files already verified (a cache)",
     ("utils/services/status.py", "_faults"): "faults the hooks record for the exit status (hooks write, the exit status reads: the run's result)",
@@ -233,14 +232,12 @@ def test_a_judged_run_reads_no_yaml_and_writes_no_environment_from_our_code(tmp_
     from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, lmms_eval_command, offline_env, run_command
     from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
     from lmms_tasks.utils.testing.openai_server import StandInServer
-    from lmms_tasks.utils.testing.startup_hook import unhooked
 
     fixtures = fixture.write(tmp_path / "data")
     log = tmp_path / "audit.jsonl"
     with StandInServer(default_reply="<score>1/2</score>") as server:
         env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"LMMS_TASKS_JUDGE_PROGRESS": "0", "LMMS_TASKS_JUDGE_MAX_RETRIES": "0"})
         env.update(CONFIG_FLOW_LOG=str(log), CONFIG_FLOW_OURS=os.pathsep.join(str(ROOT / part) for part in ("utils", "lmms_tasks")))
-        env = unhooked(env)  # the run as a user's: the suite's start-up hook (utils/testing/, ours) stays out of what is audited
         command = lmms_eval_command("haerae_vision_original", server.base_url, tmp_path / "out")
         assert Path(command[0]).name == "lmms-eval", command  # the console script, run here under the probe
         run = run_command([sys.executable, "-c", PROBE, *command[1:]], tmp_path / "out", env=env).check()

@@ -85,7 +85,7 @@ def haerae_run(tmp_path_factory: pytest.TempPathFactory):
     with StandInServer(default_reply="") as server:
         haerae_fixtures.script_demo(server, fixtures)
         env = offline_env(server.base_url, work, data_env=fixtures.env)
-        result = run_lmms_eval(["haerae_vision_original"], server.base_url, work / "results", env=env)
+        result = run_lmms_eval(["haerae_vision_original"], server.base_url, work / "results", env=env, in_process=True)
     result.check()
     return work, fixtures, result
 

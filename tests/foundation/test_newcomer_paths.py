@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from lmms_tasks.utils.services.records import recorded_dir
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 KEYS = ("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_", "VLM2_BENCH_", "HUMANEVAL_V", "HAERAE_VISION_")
 
@@ -30,7 +29,7 @@ def fresh_shell(home: Path, **extra: str) -> dict[str, str]:
 
 
 def lmms_tasks(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lmms_tasks", *args], capture_output=True, text=True, env=hooked(env), cwd=cwd, timeout=900)
+    return subprocess.run([sys.executable, "-m", "lmms_tasks", *args], capture_output=True, text=True, env=dict(env), cwd=cwd, timeout=900)
 
 
 def stage_copy(demo: tuple[Path, Any], task: str, tmp_path: Path) -> Path:

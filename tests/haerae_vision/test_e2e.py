@@ -21,7 +21,6 @@ from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 SYSTEM = "You are a helpful math assistant. Answer precisely in Korean if the prompt is Korean."
 ITEMS = {item["question_idx"]: item for item in fixture.ITEMS}
@@ -116,7 +115,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
             extra={"LMMS_TASKS_JUDGE_MAX_RETRIES": "1", "LMMS_TASKS_JUDGE_BACKOFF": "0.01", "LMMS_TASKS_JUDGE_PROGRESS": "0"},
         )
         # item 105's judge always fails: the run writes every output, names the item and exits 3 (incomplete)
-        run = run_lmms_eval("haerae_vision", server.base_url, tmp_path / "out", env=env).check(exit_status=3)
+        run = run_lmms_eval("haerae_vision", server.base_url, tmp_path / "out", env=env, in_process=True).check(exit_status=3)
         assert "lmms-eval: exit status 3" in run.stderr and "judge request(s) failed after retries, the first ('105'): HTTP 500" in run.stderr
         model_requests = server.requests_for(model=STAND_IN_MODEL)
         judge_requests = server.requests_for(model=STAND_IN_JUDGE)
@@ -188,7 +187,7 @@ def test_group_run_scores_gap_categories_failures_and_wire_format(tmp_path: Path
         capture_output=True,
         text=True,
         check=True,
-        env=hooked({**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}),  # nothing may be judged
+        env=dict({**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}),  # nothing may be judged
     )
     gap_alone, stderr_alone = json.loads(alone.stdout.strip().splitlines()[-1])
     assert gap_alone == pytest.approx(gap) and stderr_alone == pytest.approx(_se(pairs))

@@ -24,7 +24,7 @@ def test_a_judge_without_score_tags_warns_and_exits_3(tmp_path: Path) -> None:
         server.script(lambda r: r.model == STAND_IN_MODEL, "답변입니다.")
         server.script(lambda r: r.model == STAND_IN_JUDGE, PROSE)
         env = offline_env(server.base_url, tmp_path, fixture_set.env, extra={"LMMS_TASKS_JUDGE_PROGRESS": "0"})
-        run = run_lmms_eval("haerae_vision_original", server.base_url, tmp_path / "out", env=env).check(exit_status=3)
+        run = run_lmms_eval("haerae_vision_original", server.base_url, tmp_path / "out", env=env, in_process=True).check(exit_status=3)
     n = len(fixture.ITEMS)
     # the official numbers, unchanged: every verdict unparsed counts 0
     assert run.metric("haerae_vision_original", "haerae_vision_score") == 0.0

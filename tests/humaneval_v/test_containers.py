@@ -1,8 +1,8 @@
 """HumanEval-V where users run it: the real `lmms-eval ... --tasks humaneval_v_v2c` inside an outer bubblewrap that stands
 in for a container, built without touching the host: user namespaces refused inside (`--disable-userns`, as Docker's
 default seccomp profile does), one /proc entry masked (a bind over /proc/keys, as Docker masks it), /proc/sys read-only.
-The outer sandbox shares the host's network (the stand-in server is reachable) and filesystem. The runs go without the
-suite's start-up hook, so lmms-eval really starts inside.
+The outer sandbox shares the host's network (the stand-in server is reachable) and filesystem. Each run is a real
+lmms-eval process started inside.
 
 Expected numbers, by hand from the scripted replies (greedy V2C): q1 and q2-2 right, q2 wrong, q3 stopped by the gate
 -> pass@1 = 2/4 = 50.0; parse rate = 3/4 programs pass the gate = 75.0."""
@@ -21,7 +21,6 @@ from lmms_tasks.utils.services import sandbox
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, lmms_eval_command, offline_env, run_command
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import unhooked
 from lmms_tasks.utils.testing.unhurried import unhurried_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -65,7 +64,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             extra = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1", "PYTHONPATH": str(unhurried_site(work / "site"))}
             if level:
                 extra["HUMANEVAL_V_SANDBOX"] = level
-            env = unhooked(offline_env(server.base_url, work / name, fixtures.env, extra=extra))
+            env = dict(offline_env(server.base_url, work / name, fixtures.env, extra=extra))
             before = len(server.requests)
             command = [*OUTER, *CONTAINERS[container], "--", *lmms_eval_command(["humaneval_v_v2c"], server.base_url, work / name / "out")]
             out[name] = run_command(command, work / name / "out", env=env)

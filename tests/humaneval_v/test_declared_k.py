@@ -13,7 +13,7 @@ from lmms_tasks import tasks_path
 from lmms_tasks.utils.testing.e2e import STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.unhurried import unhurried_site
+from lmms_tasks.utils.testing.unhurried import unhurried
 
 pytestmark = pytest.mark.e2e
 
@@ -55,9 +55,9 @@ def test_pass_at_10_of_a_v2_setting_is_one_yaml(tmp_path: Path) -> None:
             wrong = f"```python\n{sig}\n    return None\n```"
             c = RIGHT[row["qid"]]
             server.script(lambda r, sig=sig: r.model == STAND_IN_MODEL and V2C_MARK in r.text and sig in r.text, [right] * c + [wrong] * (N - c))
-        opt_in = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1", "PYTHONPATH": str(unhurried_site(tmp_path / "site"))}
-        env = offline_env(server.base_url, tmp_path, fixtures.env, extra=opt_in)
-        run = run_lmms_eval(["humaneval_v_v2c_pass10"], server.base_url, tmp_path / "out", env=env, include_path=str(include)).check()
+        env = offline_env(server.base_url, tmp_path, fixtures.env, extra={"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1"})
+        with unhurried():
+            run = run_lmms_eval(["humaneval_v_v2c_pass10"], server.base_url, tmp_path / "out", env=env, include_path=str(include), in_process=True).check()
         requests = len(server.requests)
     assert requests == N * len(RIGHT)
     # unbiased pass@10 of each task from its n = 20 samples, c right: 1 - C(n - c, 10) / C(n, 10)

@@ -18,7 +18,7 @@ import pytest
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fx
 from lmms_tasks.utils.testing.openai_server import RecordedRequest, StandInServer
-from lmms_tasks.utils.testing.unhurried import unhurried_site
+from lmms_tasks.utils.testing.unhurried import unhurried, unhurried_site
 
 pytestmark = pytest.mark.e2e
 
@@ -103,11 +103,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         opt_in = {"HUMANEVAL_V_ALLOW_CODE_EXECUTION": "1", "HUMANEVAL_V_STRONG_CODER": "1", "PYTHONPATH": str(unhurried_site(work / "site"))}
         env = offline_env(server.base_url, work, fixtures.env, extra=opt_in)
         stage1 = ["humaneval_v", "humaneval_v_v2c_pass3", "humaneval_v_v2c_cot_pass3", "humaneval_v_gt_t2c_pass3", "humaneval_v_v2t_pass3"]
-        first = run_lmms_eval(stage1, server.base_url, work / "run1", env=env).check()
+        with unhurried():  # the first two through lmms-eval's CLI entry in this process (what they write is tested)
+            first = run_lmms_eval(stage1, server.base_url, work / "run1", env=env, in_process=True).check()
         stage1_requests = list(server.requests)
         decoy = _write_decoy(work / "run1" / "other-vlm", [row["qid"] for row in rows])  # another model's newer v2t run
         env2 = offline_env(server.base_url, work, fixtures.env, extra={**opt_in, "HUMANEVAL_V_DESCRIPTIONS": str(work / "run1")})
-        second = run_lmms_eval(["humaneval_v_t2c", "humaneval_v_t2c_pass3"], server.base_url, work / "run2", env=env2).check()
+        with unhurried():
+            second = run_lmms_eval(["humaneval_v_t2c", "humaneval_v_t2c_pass3"], server.base_url, work / "run2", env=env2, in_process=True).check()
         before_refusal = len(server.requests)
         env3 = offline_env(server.base_url, work, fixtures.env)
         refused = run_lmms_eval(["humaneval_v_v2c"], server.base_url, work / "run3", env=env3)

@@ -50,6 +50,24 @@ def test_a_working_judge_passes_and_is_checked_once_per_endpoint(tmp_path: Path)
         assert sent.model == "stand-in-judge" and sent.params.get("max_tokens") == 1
 
 
+def test_the_judge_is_announced_once_per_task_and_again_when_it_changes(tmp_path: Path) -> None:
+    """Two runs in one process (lmms-eval's Python API, a notebook): the second run's judge is named again when it
+    is another one, and only once per task while it stays the same."""
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(message.record["message"]), level="INFO")
+    try:
+        first = config_for(f"http://127.0.0.1:{closed_port()}/v1", tmp_path, preflight=False)
+        second = replace(first, model="another-judge")
+        for config in (first, first, second, first):
+            judge.announce(config, "task_announced")
+    finally:
+        logger.remove(sink)
+    named = [line for line in lines if line.startswith("task_announced: judge model")]
+    assert named == [f"task_announced: judge {first.describe()}", f"task_announced: judge {second.describe()}"]
+
+
 def test_no_key_is_named_without_sending_anything(tmp_path: Path) -> None:
     env = {"LMMS_TASKS_JUDGE_MODEL": "gpt-5-mini"}
     config = judge.JudgeConfig.resolve(default_model="gpt-4o", env=env)
@@ -72,7 +90,19 @@ def test_a_rejected_key_is_named_and_never_shown(tmp_path: Path) -> None:
     assert "set LMMS_TASKS_JUDGE_API_KEY to a key this endpoint accepts" in problem
     assert KEY not in problem and KEY not in str(raised.value)
     assert raised.value.exit_status == 1
-    assert len(server.preflights) == 1 and server.requests == []  # cached: announce did not ask again
+    assert len(server.preflights) == 2 and server.requests == []  # a failed answer is not kept: announce asked again
+
+
+def test_a_judge_fixed_after_a_failed_preflight_passes_the_next_one_in_the_same_process(tmp_path: Path) -> None:
+    """A notebook run stopped by the preflight, the judge then fixed: the next run in the same process is checked
+    again and goes on; a judge that passed is not asked again."""
+    with StandInServer(default_reply="x") as server:
+        server.fault(lambda r: r.model == "stand-in-judge", "401-echo", times=1)
+        config = config_for(server.base_url, tmp_path)
+        assert judge.preflight_problem(config) is not None
+        assert judge.preflight_problem(config) is None
+        assert judge.preflight_problem(config) is None
+        assert [r.status for r in server.preflights] == [401, 200]
 
 
 def test_an_unknown_model_is_named(tmp_path: Path) -> None:
@@ -245,7 +275,8 @@ def test_each_refusal_the_preflight_stops_on(status: int, code: str | None, type
             assert KEY not in problem
             with pytest.raises(judge.JudgeUnavailable):
                 judge.check_judge(config)
-        assert len(server.seen) == 1  # one request (the answer is memoized), retried only on a connection error
+        # one request per check, retried only on a connection error: an answer that passes is memoized, a refusal is asked again
+        assert len(server.seen) == (1 if says is None else 2)
 
 
 def test_the_memo_keys_on_endpoint_key_model_api_version_and_role(tmp_path: Path) -> None:

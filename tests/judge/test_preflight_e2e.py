@@ -78,7 +78,7 @@ def test_a_misconfigured_judge_stops_the_run_before_any_model_request(case: Case
     with StandInServer(default_reply="(A)", served_models=case.served_models) as server:
         env = offline_env(server.base_url, tmp_path, fixtures.env)
         endpoint = case.configure(server, env)
-        run = run_lmms_eval([case.task], server.base_url, tmp_path / "out", env=env, limit=2)
+        run = run_lmms_eval([case.task], server.base_url, tmp_path / "out", env=env, limit=2, in_process=True)
         model_requests = [r for r in server.requests if r.model == STAND_IN_MODEL]
         judge_requests = [r for r in server.requests if r.model != STAND_IN_MODEL]
         preflights = list(server.preflights)

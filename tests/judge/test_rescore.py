@@ -14,7 +14,6 @@ import pytest
 from lmms_tasks.utils.commands import score as rescore
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 # From the scripted judge replies (conftest.JUDGE_REPLIES): 2/2, 1/2, unparseable (0), HTTP 500 (failed, 0).
 EXPECTED_SCORE = (1.0 + 0.5 + 0.0 + 0.0) / 4
@@ -121,7 +120,7 @@ def test_score_command_is_wired(mini_task_root: Path, mini_task: str, mini_serve
     out = tmp_path / "scored"
     proc = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "score", str(samples), "--include-path", str(mini_task_root), "--output-dir", str(out)],
-        env=hooked({**os.environ, **judge_env}),
+        env=dict({**os.environ, **judge_env}),
         capture_output=True,
         text=True,
         timeout=120,
@@ -194,7 +193,7 @@ def test_several_files_exit_with_the_worst_status_through_the_cli(
 
     def score(*files: Path) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "lmms_tasks", "score", *map(str, files), "--include-path", str(mini_task_root), "--output-dir", str(tmp_path / "out")]
-        return subprocess.run(command, env=hooked({**os.environ, **judge_env}), capture_output=True, text=True, timeout=300, check=False)
+        return subprocess.run(command, env=dict({**os.environ, **judge_env}), capture_output=True, text=True, timeout=300, check=False)
 
     proc = score(incomplete, broken)
     assert proc.returncode == 1, proc.stderr[-3000:]

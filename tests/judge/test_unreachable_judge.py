@@ -58,7 +58,7 @@ def test_first_run_without_a_judge_and_the_preflight_off(tmp_path: Path) -> None
         for key in ("LMMS_TASKS_JUDGE_API_KEY", "LMMS_TASKS_JUDGE_MODEL"):
             env.pop(key)
         env["LMMS_TASKS_JUDGE_BASE_URL"] = dead
-        run = run_lmms_eval(["haerae_vision_original"], server.base_url, tmp_path / "out", env=env, limit=2).check(exit_status=EXIT_INCOMPLETE)
+        run = run_lmms_eval(["haerae_vision_original"], server.base_url, tmp_path / "out", env=env, limit=2, in_process=True).check(exit_status=EXIT_INCOMPLETE)
     output = run.stdout + run.stderr
     named = re.search(rf"haerae_vision_original: judge model gpt-5-mini at {re.escape(dead)}, key from OPENAI_API_KEY \(no LMMS_TASKS_JUDGE_API_KEY set\)", output)
     unreachable = output.find(f"the judge endpoint {dead} cannot be reached now")

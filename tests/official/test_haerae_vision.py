@@ -19,7 +19,6 @@ from lmms_tasks.utils.commands.official import cli
 from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 ITEMS = {item["question_idx"]: item for item in fixture.ITEMS}
 # question_idx -> (main.py response cell, what the judge must receive as the response, judge reply, score)
@@ -117,7 +116,7 @@ def test_score_py_csv_is_aggregated_without_any_judge_request(data: Path, tmp_pa
         env = {**os.environ, "LMMS_TASKS_JUDGE_BASE_URL": server.base_url, "LMMS_TASKS_JUDGE_API_KEY": "EMPTY"}
         proc = subprocess.run(
             [sys.executable, "-m", "lmms_tasks", "score", "--from-official", "haerae_vision", str(current), str(old), "--output-dir", str(tmp_path / "scored")],
-            env=hooked(env), capture_output=True, text=True, timeout=600, check=False,
+            env=dict(env), capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         assert server.requests == []
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,7 +20,6 @@ from lmms_tasks.utils.humaneval_v import execution, metrics
 from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing import unhurried
 from lmms_tasks.utils.testing.fixtures import humaneval_v as fixture
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 ROWS = {row["qid"]: row for row in fixture.records()}  # q1, q2, q2-2, q3
 
@@ -169,7 +168,7 @@ def test_without_the_opt_in_one_line_and_exit_2(hev_env: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "HUMANEVAL_V_ALLOW_CODE_EXECUTION"}
     proc = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "score", "--from-official", "humaneval_v", str(path)],
-        env=hooked(env), capture_output=True, text=True, timeout=300, check=False,
+        env=dict(env), capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "HUMANEVAL_V_ALLOW_CODE_EXECUTION=1" in proc.stderr and str(path) in proc.stderr
@@ -250,7 +249,7 @@ def test_the_official_example_layout_is_scored_as_v2_through_the_command(hev_env
     path = with_prompts(hev_env / "exp" / "example_pred_sample_6.json", V2C_6, "v2c_cot")
     proc = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "score", "--from-official", "humaneval_v", str(path), "--output-dir", str(hev_env / "scored")],
-        env=hooked(dict(os.environ)), capture_output=True, text=True, timeout=600, check=False,
+        env=dict(dict(os.environ)), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{path}: HumanEval-V v2 prediction file (V2C-CoT, 6 prediction(s) per task) -> humaneval_v_v2c_cot_pass3" in proc.stdout

@@ -17,7 +17,6 @@ import pytest
 from lmms_tasks.utils.commands.official import cli
 from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing.demo import DEMO_MODELS
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 pytestmark = pytest.mark.e2e
 DEAD_JUDGE = "http://127.0.0.1:9/v1"  # nothing listens: a judge request would fail, so only the cache can answer
@@ -46,7 +45,7 @@ def _export_official(results: Path, out: Path, work: Path) -> Path:
     """`python -m lmms_tasks export-official RESULTS --out OUT` (the real CLI), which must succeed."""
     proc = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "export-official", str(results), "--out", str(out)],
-        env=hooked({**os.environ, **_data_env(work)}), capture_output=True, text=True, timeout=600, check=False,
+        env=dict({**os.environ, **_data_env(work)}), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out

@@ -17,7 +17,6 @@ import pytest
 from lmms_tasks.utils.commands.official import cli
 from lmms_tasks.utils.services.llm_judge.judge import clear_memo
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 FOLDERS = {
     "gc_mat": "code/gc/test/test_res/test_mat",
@@ -185,7 +184,7 @@ def test_official_tree_scored_through_the_cli(official_tree: tuple[Path, dict[st
         }
         proc = subprocess.run(
             [sys.executable, "-m", "lmms_tasks", "score", "--from-official", "vlm2_bench", str(repo / "code"), "--output-dir", str(out)],
-            env=hooked(env), capture_output=True, text=True, timeout=600, check=False,
+            env=dict(env), capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         judged = list(server.requests)
     assert proc.returncode == 0, proc.stderr[-3000:]

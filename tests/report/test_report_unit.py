@@ -19,7 +19,6 @@ from lmms_tasks.utils.commands.report import cli as report_cli
 from lmms_tasks.utils.commands.report.runs import ReportInputError, load_runs, metric, model_identity, parse_judge_info, summaries
 from lmms_tasks.utils.commands.report.tables import fmt
 from lmms_tasks.utils.testing import demo as demo_module
-from lmms_tasks.utils.testing.startup_hook import hooked
 from lmms_tasks.utils.vlm2_bench import TABLE as VLM2_TABLE
 
 VLM2_SUBTASKS = tuple(VLM2_TABLE)  # the subtask table's order
@@ -336,7 +335,7 @@ def test_without_matplotlib_report_exits_non_zero_naming_the_extra(
 def test_cli_through_python_m(two_runs: list[Path], tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "lmms_tasks", "report", *map(str, two_runs), "--out", str(tmp_path / "out")],
-        env=hooked(os.environ),
+        env=dict(os.environ),
         capture_output=True,
         text=True,
         timeout=300,

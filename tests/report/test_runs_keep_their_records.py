@@ -19,7 +19,7 @@ from lmms_tasks.utils.testing.e2e import offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import haerae_vision as hv_fixture
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.unhurried import unhurried_site
+from lmms_tasks.utils.testing.unhurried import unhurried, unhurried_site
 
 TASKS = ["haerae_vision_original", "humaneval_v_v2c"]
 N_HAERAE = len(hv_fixture.ITEMS)  # every document of the fixture
@@ -46,10 +46,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "LMMS_TASKS_JUDGE_PROGRESS": "0",
         }
         env = offline_env(server.base_url, work, extra=extra)
-        first = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-a").check()
+        first = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-a").check()  # the lmms-eval command
         before = _hashes(out)
-        second = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-a", limit=3).check()
-        other = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-b", limit=2).check()
+        with unhurried():  # the later two through lmms-eval's CLI entry in this process (what they write is tested)
+            second = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-a", limit=3, in_process=True).check()
+            other = run_lmms_eval(TASKS, server.base_url, out, env=env, model_version="vlm-b", limit=2, in_process=True).check()
     return {"out": out, "first": first, "second": second, "other": other, "before": before, "work": work}
 
 

@@ -65,8 +65,8 @@ def test_two_identical_runs_under_baseline(tmp_path: Path) -> None:
 
     with StandInServer(default_reply=reply) as server:
         env = offline_env(server.base_url, tmp_path, {**hv.env, **vlm2.env})
-        first = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "a", env=env).check()
-        second = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "b", env=env, extra_args=["--baseline", str(tmp_path / "a")]).check()
+        first = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "a", env=env, in_process=True).check()
+        second = run_lmms_eval(list(TASKS), server.base_url, tmp_path / "b", env=env, extra_args=["--baseline", str(tmp_path / "a")], in_process=True).check()
     (header, body), *_ = [t for t in printed_tables(second.stdout) if t[0][0] == "Tasks"]
     assert set(PAIRED_COLUMNS) <= set(header), header
     rows = [dict(zip(header, cells)) for cells in body]

@@ -153,7 +153,7 @@ def compared(demo_two_models: tuple[Path, Any], tmp_path_factory: pytest.TempPat
     with StandInServer(default_reply="") as server:
         data_env = _script_demo_server(server, work / "data")
         env = offline_env(server.base_url, work, data_env=data_env, extra=DEMO_ENV)
-        run = run_lmms_eval(list(BASELINE_TASKS), server.base_url, work / "out", env=env, model_version=DEMO_MODELS[1], extra_args=["--baseline", str(first)])
+        run = run_lmms_eval(list(BASELINE_TASKS), server.base_url, work / "out", env=env, model_version=DEMO_MODELS[1], extra_args=["--baseline", str(first)], in_process=True)
     return run.check()
 
 
@@ -223,7 +223,7 @@ def test_repeats_give_stability_metrics_and_leave_the_headline_alone(tmp_path: P
                 server.script(lambda r, q=item["question_original"], a=f"답 {index}-{k}": r.model == STAND_IN_JUDGE and f"[INPUT]\n{q}\n" in r.text and a in r.text, f"<score>{score}</score>")
         env = offline_env(server.base_url, tmp_path, data_env={**vlm2_set.env, **hv_set.env})
         run = run_lmms_eval(
-            ["vlm2_bench_oc_cpr", "haerae_vision_original"], server.base_url, tmp_path / "out", env=env, limit=4, num_concurrent=1, extra_args=["--repeats", "3"]
+            ["vlm2_bench_oc_cpr", "haerae_vision_original"], server.base_url, tmp_path / "out", env=env, limit=4, num_concurrent=1, extra_args=["--repeats", "3"], in_process=True
         ).check()
     # OC-Cpr: per response k, pair correct iff both members are: pair 1 [1, 1, 0], pair 2 [0, 1, 1]
     cpr_row = run.results["results"]["vlm2_bench_oc_cpr"]

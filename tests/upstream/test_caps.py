@@ -17,7 +17,6 @@ import pytest
 
 from lmms_tasks.utils.commands.upstream import exporter, stack
 from lmms_tasks.utils.commands.upstream.pyrewrite import rename_project
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 def _by_kind(stack_export: Any, kind: str) -> list[stack.PullRequest]:
@@ -137,7 +136,7 @@ def _saved_config_keys(root: Path | None) -> dict[str, list[str]]:
         from lmms_tasks.utils.testing.patched import env as patched_env
 
         env = patched_env(root)
-    out = subprocess.run([sys.executable, "-c", probe], env=hooked(os.environ if env is None else env), capture_output=True, text=True, timeout=300, check=True, cwd=root or Path.cwd())
+    out = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ if env is None else env), capture_output=True, text=True, timeout=300, check=True, cwd=root or Path.cwd())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

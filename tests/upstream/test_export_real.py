@@ -34,7 +34,6 @@ from lmms_tasks.utils.testing.demo import stages as demo_stages
 from lmms_tasks.utils.testing.e2e import RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
 from lmms_tasks.utils.testing.oplog import op
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 
 class Site:
@@ -91,7 +90,7 @@ def test_without_include_path_task_manager_lists_every_task_and_group(site: Site
         "    load_yaml_config(v['yaml_path'], mode='full')  # imports every !function hook\n"
         "print(json.dumps({'file': lmms_eval.__file__, 'index': {k: v['type'] for k, v in ours.items()}}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=hooked(site.env()), cwd=site.root.parent, capture_output=True, text=True, timeout=600, check=False)
+    out = subprocess.run([sys.executable, "-c", code], env=dict(site.env()), cwd=site.root.parent, capture_output=True, text=True, timeout=600, check=False)
     assert out.returncode == 0, out.stderr[-4000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["file"] == str(site.root / "lmms_eval" / "__init__.py")
@@ -174,7 +173,7 @@ def test_what_an_lmms_eval_user_reads_points_only_at_what_lmms_eval_has(site: Si
         f"print(HELP == {UPSTREAM_HELP!r})\n"
         "print(model_args_warnings('haerae_vision_original', ['lmms-eval', '--model', 'vllm', '--model_args', 'model=m,max_new_tokens=1'])[-1])\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], cwd=site.root, env=hooked(site.env()), capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    out = subprocess.run([sys.executable, "-c", probe], cwd=site.root, env=dict(site.env()), capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
     assert out[0] == "True"
     assert out[1].endswith(UPSTREAM_HELP["media_stats"].format(task="haerae_vision_original")), out
 
@@ -204,7 +203,7 @@ def test_the_exported_unit_tests_pass_in_lmms_evals_tree(site: Site) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *folders, "-m", "not e2e and not slow"]
     command += ["--ignore=test/eval/sandbox/test_sandbox_hostile.py"]
     with op("pytest-in-checkout", "every exported folder"):
-        out = subprocess.run(command, env=hooked(site.env()), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
+        out = subprocess.run(command, env=dict(site.env()), cwd=site.root, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     passed = re.search(r"(\d+) passed", out.stdout)
     assert passed and int(passed.group(1)) >= 100, out.stdout[-1000:]

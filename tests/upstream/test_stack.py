@@ -22,7 +22,6 @@ from lmms_tasks.utils.commands.upstream.cli import export, export_stack
 from lmms_tasks.utils.commands.upstream.sources import ExportError, SourceTree
 from lmms_tasks.utils.commands.upstream.style import detect_style
 from lmms_tasks.utils.testing.oplog import op
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 GIT = ["git", "-c", "user.name=contributor", "-c", "user.email=contributor@example.invalid", "-c", "commit.gpgsign=false"]
 
@@ -109,7 +108,7 @@ def test_applied_pr_by_pr_each_prs_tests_pass(index: int, stack_export: Any, sta
     root = stack_applied.checkout(tmp_path / "checkout", index)
     log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
     assert log[::-1][1:] == [p.title for p in prs[: index + 1]]  # on top of the ones before it, in order
-    env = hooked({**os.environ, "PYTHONPATH": os.pathsep.join([str(_poison(tmp_path / "poison")), str(root)])})
+    env = dict({**os.environ, "PYTHONPATH": os.pathsep.join([str(_poison(tmp_path / "poison")), str(root)])})
     tests = sorted({f for f in pr.files if re.search(r"^test/.*/test_[^/]+\.py$", f)})
     if pr.kind == "benchmark":
         tests = [f"test/eval/{pr.name}"]

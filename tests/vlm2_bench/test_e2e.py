@@ -110,7 +110,7 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
         for desc, reply in JUDGE_REPLIES.items():
             server.script(lambda r, d=desc: r.model == STAND_IN_JUDGE and d in r.text, reply)
         env = offline_env(server.base_url, tmp_path, fs.env)
-        run = run_lmms_eval("vlm2_bench", server.base_url, tmp_path / "out", env=env).check()
+        run = run_lmms_eval("vlm2_bench", server.base_url, tmp_path / "out", env=env, in_process=True).check()
         requests = list(server.requests)
         # `python -m lmms_tasks score` on every saved samples file reproduces every subtask metric
         for key in [k for k in os.environ if k.startswith(("LMMS_TASKS_JUDGE_", "OPENAI_"))]:

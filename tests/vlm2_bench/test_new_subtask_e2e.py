@@ -19,7 +19,6 @@ import pytest
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.testing.e2e import offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +59,7 @@ def add_subtask(package: Path) -> None:
 
 
 def python(code_or_args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, *code_or_args], env=hooked(env), cwd=cwd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, *code_or_args], env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 

@@ -65,7 +65,11 @@ def named_status(exc: BaseException | None) -> int | None:
 
 def _sink(message: Any) -> None:
     """Note an evaluation error lmms-eval caught. Runs inside loguru's handler: it must never log."""
-    exc = sys.exc_info()[1]
+    note_error(sys.exc_info()[1])
+
+
+def note_error(exc: BaseException | None) -> None:
+    """Record the status an error that ended an evaluation calls for (its `exit_status`, else EXIT_FAILED). Never logs."""
     code = named_status(exc)
     text = str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__ if exc else "see the error above"
     if code is None:  # as the patch does: a bug ends the evaluation with EXIT_FAILED, its traceback printed above

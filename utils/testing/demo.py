@@ -88,20 +88,22 @@ def stage_env(modules: dict[str, Any], stage: int, previous: RunResult | None) -
 
 
 def run_demo(
-    benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1
+    benchmarks: list[str], work_dir: Path, num_processes: int = 1, quiet: bool = False, models: int = 1, in_process: bool = False
 ) -> DemoOutcome:
     """Run every stage of every benchmark against one stand-in server, for 1 or 2 stand-in models.
 
     Every run goes to one `--output_path`, `work_dir/results/` (lmms-eval: `results/<model>/`), as users
     compare models; the first model's runs all come first, so the second one meets a warm judge cache.
+    `in_process` (tests of what the runs write; one process only) runs each through lmms-eval's CLI entry in
+    this process instead of the `lmms-eval` command (`e2e.run_in_process`).
     """
     if models not in (1, 2):
         raise ValueError(f"the demo has 1 or 2 stand-in models, not {models}")
     with op("demo", f"{','.join(benchmarks)} models={models} processes={num_processes}"):
-        return _run_demo(benchmarks, work_dir, num_processes, quiet, models)
+        return _run_demo(benchmarks, work_dir, num_processes, quiet, models, in_process)
 
 
-def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: bool, models: int) -> DemoOutcome:
+def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: bool, models: int, in_process: bool) -> DemoOutcome:
     say = (lambda *a, **k: None) if quiet else print
     outcome = DemoOutcome()
     runs = outcome.runs
@@ -131,6 +133,7 @@ def _run_demo(benchmarks: list[str], work_dir: Path, num_processes: int, quiet: 
                     env={**env, **stage_env(modules, stage, previous)},
                     num_processes=num_processes,
                     model_version=name,
+                    in_process=in_process,
                 )
                 result.check()
                 say(_tables(result))

@@ -1,4 +1,7 @@
-"""Run the real `lmms-eval` CLI in a subprocess against the local stand-in server and parse its output.
+"""Run the real `lmms-eval` CLI against the local stand-in server and parse its output: in a subprocess (the
+command exactly as a user types it) or in this process (`in_process=True`: lmms-eval's own CLI entry,
+`cli_evaluate`, given the same arguments, for tests of a task's numbers, files and messages, where the process
+is not what is tested).
 
 Used by the end-to-end tests and by `python -m lmms_tasks demo`. Everything runs offline: the model and
 the judge are the stand-in server on 127.0.0.1, the data are generated fixtures named by the benchmarks'
@@ -7,11 +10,14 @@ data environment variables, and the Hugging Face libraries are told they are off
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
 import json
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,14 +25,9 @@ from typing import Any
 
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.testing.oplog import op
-from lmms_tasks.utils.testing.startup_hook import hooked
 
 STAND_IN_MODEL = "stand-in-vlm"
 STAND_IN_JUDGE = "stand-in-judge"
-# a test run's own Hugging Face caches (tests/conftest.py makes them), shared by all its runs: the Hugging Face
-# libraries read where their caches are when they are imported, so runs that share them can share those imports
-# (utils/testing/startup_site/lmms_tasks_test_preload.py)
-RUN_HF_CACHE_ENV = "LMMS_TASKS_TEST_HF_CACHE"
 
 
 @dataclass
@@ -69,11 +70,11 @@ def offline_env(
     extra: Mapping[str, str] | None = None,
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Environment for a hermetic run, from `base` (default: this process's): offline HF caches under `work_dir`
-    (under the test run's own where `base` names one, RUN_HF_CACHE_ENV), model and judge on `base_url`."""
+    """Environment for a hermetic run, from `base` (default: this process's): offline HF caches under `work_dir`,
+    model and judge on `base_url`."""
     base = os.environ if base is None else base
     env = {k: v for k, v in base.items() if not k.startswith(("OPENAI_", "AZURE_", "LMMS_TASKS_JUDGE_"))}
-    hf_cache = Path(base.get(RUN_HF_CACHE_ENV) or work_dir)
+    hf_cache = Path(work_dir)
     env.update(
         {
             "HF_HOME": str(hf_cache / "hf_home"),
@@ -215,22 +216,25 @@ def run_lmms_eval(
     env: Mapping[str, str],
     timeout: float = 900,
     cwd: Path | None = None,
+    in_process: bool = False,
     **command_kwargs: Any,
 ) -> RunResult:
-    """Run lmms-eval in a subprocess and parse the newest results.json and samples files it wrote."""
+    """Run lmms-eval (in a subprocess, or in this process with `in_process`) and parse the newest results.json
+    and samples files it wrote."""
     command = lmms_eval_command(tasks, base_url, Path(output_dir), **command_kwargs)
+    if in_process:
+        return run_in_process(command, output_dir, env=env, cwd=cwd)
     return run_command(command, output_dir, env=env, timeout=timeout, cwd=cwd)
 
 
 def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str], timeout: float = 900, cwd: Path | None = None) -> RunResult:
-    """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir` (in the test suite,
-    with the suite's start-up hook: utils/testing/startup_hook.py)."""
+    """Run an lmms-eval command line in a subprocess and parse what it wrote under `output_dir`."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with op("lmms-eval", " ".join(command[command.index("--tasks") + 1 : command.index("--tasks") + 2] if "--tasks" in command else command[:3])):
         proc = subprocess.run(
             command,
-            env=hooked(env),
+            env=dict(env),
             cwd=str(cwd or output_dir),
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -238,6 +242,98 @@ def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str],
             timeout=timeout,
         )
     result = RunResult(command=command, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, output_dir=output_dir)
+    return collect_outputs(result)
+
+
+# What the Hugging Face libraries read from the environment once, when imported: an in-process run sets them from
+# its environment for its duration (module, attribute, environment variable, how the value is read).
+_READ_AT_IMPORT = (
+    ("datasets.config", "HF_DATASETS_CACHE", "HF_DATASETS_CACHE", Path),
+    ("datasets.config", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
+    ("datasets.config", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
+    ("huggingface_hub.constants", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
+)
+
+
+def _cli_arguments(command: Sequence[str]) -> list[str]:
+    """The arguments after the launcher (`lmms-eval`, `lmms-eval eval`, `python -m lmms_eval`); one process only."""
+    if "accelerate.commands.launch" in command or "--num_processes" in command:
+        raise ValueError("an in-process run is one process: run `accelerate launch` as a subprocess (run_command)")
+    start = next((i for i, arg in enumerate(command) if arg.startswith("--")), None)
+    if start is None:
+        raise ValueError(f"not an lmms-eval command line: {command}")
+    return list(command[start:])
+
+
+def run_in_process(command: Sequence[str], output_dir: Path, *, env: Mapping[str, str], cwd: Path | None = None) -> RunResult:
+    """Run an lmms-eval command line in this process, through lmms-eval's own CLI entry (`cli_evaluate` parses
+    `sys.argv` as the console script's does), and parse what it wrote under `output_dir`.
+
+    For its duration the process has `env` as its environment (and the Hugging Face settings read at import,
+    `_READ_AT_IMPORT`, from it), `cwd` (default: `output_dir`) as its working directory, and its output captured.
+    `returncode` is the status the command would exit with, and its closing lines are printed to `stderr` as the
+    command prints them (`compat.exit_status`): from the faults the run recorded (`services.status`: 3 for an
+    incomplete scoring) and the error that ended an evaluation (its `exit_status`, else 4; lmms-eval catches it
+    and prints it as always). What needs the process itself (the
+    exit status as the shell sees it, `accelerate launch`, start-up imports) is tested through `run_command`."""
+    import importlib
+
+    from loguru import logger
+
+    import lmms_eval.__main__ as cli
+    from lmms_tasks.utils.compat.exit_status import note_error, summary_lines
+    from lmms_tasks.utils.services import status
+
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    argv = ["lmms-eval-in-process", *_cli_arguments(command)]
+    evaluate_single = cli.cli_evaluate_single
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return evaluate_single(*args, **kwargs)
+        except Exception as exc:  # lmms-eval catches it next, as always; the status is what the patched CLI gives
+            note_error(exc)
+            raise
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    saved_settings = [(importlib.import_module(m), attr, getattr(importlib.import_module(m), attr)) for m, attr, _, _ in _READ_AT_IMPORT]
+    status.clear()
+    returncode = 0
+    with op("lmms-eval-in-process", " ".join(argv[argv.index("--tasks") + 1 : argv.index("--tasks") + 2] if "--tasks" in argv else argv[:2])):
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            for (module, attr, _), (_, _, variable, read) in zip(saved_settings, _READ_AT_IMPORT):
+                if variable in env:
+                    setattr(module, attr, read(env[variable]))
+            sys.argv = argv
+            os.chdir(cwd or output_dir)
+            cli.cli_evaluate_single = noted
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    cli.cli_evaluate()
+                except SystemExit as exc:
+                    returncode = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                except Exception:  # what would end the process with a traceback
+                    traceback.print_exc()
+                    returncode = 1
+        finally:
+            cli.cli_evaluate_single = evaluate_single
+            logger.remove()  # lmms-eval's sink writes to the captured output; later logs go where the test's go
+            logger.add(lambda message: sys.stderr.write(message), level="INFO")
+            os.chdir(saved_cwd)
+            sys.argv = saved_argv
+            os.environ.clear()
+            os.environ.update(saved_env)
+            for module, attr, value in saved_settings:
+                setattr(module, attr, value)
+    returncode = returncode or status.exit_code()
+    if returncode:  # what the command prints last when it exits non-zero (compat.exit_status)
+        stderr.write("".join(f"{line}\n" for line in summary_lines(returncode)))
+    status.clear()
+    result = RunResult(command=list(command), returncode=returncode, stdout=stdout.getvalue(), stderr=stderr.getvalue(), output_dir=output_dir)
     return collect_outputs(result)
 
 

@@ -209,8 +209,7 @@ class JudgeConfig:
         return self.model.rsplit("/", 1)[-1].lower().startswith(REASONING_PREFIXES)
 
 
-_announced: set[tuple[str, str]] = set()
-_reachable: dict[str, str | None] = {}
+_announced: set[tuple[str, str, str]] = set()  # (task, role, the judge as described): a changed judge is announced again
 _announce_lock = threading.Lock()
 
 PREFLIGHT_HEADER = "X-Lmms-Tasks-Preflight"  # marks the preflight request (the stand-in server counts it apart)
@@ -226,32 +225,30 @@ class JudgeUnavailable(RuntimeError):
 
 
 def endpoint_problem(url: str, timeout: float = 3.0) -> str | None:
-    """None if a TCP connection to the endpoint's host and port opens (nothing is sent), else why not; once per endpoint."""
+    """None if a TCP connection to the endpoint's host and port opens now (nothing is sent), else why not."""
     import socket
 
-    if url not in _reachable:
-        parsed = urlparse(url)
-        try:
-            with socket.create_connection((parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80)), timeout=timeout):
-                problem = None
-        except OSError as exc:
-            problem = f"{type(exc).__name__}: {exc}"
-        with _announce_lock:
-            _reachable[url] = problem
-    return _reachable[url]
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80)), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def preflight_problem(config: JudgeConfig, role: str = "judge") -> str | None:
     """None when the judge takes requests, else one line saying why not and what to set: a one-token chat completion,
-    once per process for each endpoint, key and model. No key, 401/403, 404, 429 `insufficient_quota` and no endpoint
+    once per process for each endpoint, key and model that passes it (a judge that failed it is asked again the next
+    time: it may have been started or fixed meanwhile). No key, 401/403, 404, 429 `insufficient_quota` and no endpoint
     fail it; any other answer (a reply, 400, 429, 5xx, a malformed body) shows that it takes the key and knows the model."""
     cache = (config.endpoint, config.api_version, config.model, content_key({"key": config.api_key or ""}), role)
     with _announce_lock:
         if cache in _preflights:
             return _preflights[cache]
     problem = _preflight(config, role)
-    with _announce_lock:
-        _preflights[cache] = problem
+    if problem is None:
+        with _announce_lock:
+            _preflights[cache] = problem
     return problem
 
 
@@ -317,11 +314,12 @@ def check_judge(config: JudgeConfig, role: str = "judge") -> None:
 def announce(config: JudgeConfig, task: str, role: str = "judge") -> None:
     """Before any model request: log which judge scores `task` and check it (`check_judge`, which stops the run); with
     the preflight off only warn when the endpoint cannot be reached now (a judge down at judging time: exit status 3)."""
+    described = config.describe()
     with _announce_lock:
-        first = (task, role) not in _announced
-        _announced.add((task, role))
+        first = (task, role, described) not in _announced
+        _announced.add((task, role, described))
     if first:
-        logger.info(f"{task}: {role} {config.describe()}")
+        logger.info(f"{task}: {role} {described}")
     if config.preflight:
         check_judge(config, role)  # every call (a loader may run twice); the answer is cached
         return
