@@ -9,8 +9,9 @@ Runs (the stand-in server is only the judge and HumanEval-V's strong coder; the 
   C  2 processes (`accelerate launch --num_processes 2`): A's and B's tasks in one invocation, the second
                  stage reading A's descriptions (the tiny model describes every diagram the same way in
                  every run; `test_two_processes_...` checks C's own v2t samples equal A's)
+A and B run through lmms-eval's CLI entry in the test's process (`e2e.run_in_process`), C as the command.
 
-Every `model.generate` call of every process is traced (`lmms_tasks.utils.testing.generate_trace`): the
+Every `model.generate` call of every run is traced (`lmms_tasks.utils.testing.generate_trace`): the
 prompt token ids, the vision placeholder tokens, `image_grid_thw`, the images' mean colours as the model saw
 them, and the generation kwargs. The fixtures: the full VLM2-Bench and HAERAE-Vision fixture sets and two
 HumanEval-V tasks (pass@3 tasks sample 6 times per task).
@@ -30,7 +31,7 @@ from PIL import Image
 
 from lmms_tasks.utils.testing import generate_trace
 from lmms_tasks.utils.testing.backends import CPU_DEVICE_ARGS, HF_MARK, readme_commands, with_model_args
-from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, cli_command, offline_env, run_command
+from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, cli_command, offline_env, run_command, run_in_process
 from lmms_tasks.utils.testing.fixtures import haerae_vision as haerae_fx
 from lmms_tasks.utils.testing.fixtures import humaneval_v as hev_fx
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as vlm2_fx
@@ -105,7 +106,11 @@ def runs(tiny_vlm: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
                 env["HUMANEVAL_V_DESCRIPTIONS"] = str(descriptions)
             command = cli_command("qwen2_5_vl", model_args, tasks, work / name, num_processes=num_processes)
             started = time.monotonic()
-            result = run_command(command, work / name, env=env, timeout=900).check()
+            if num_processes == 1:  # lmms-eval's CLI entry in this process, traced here
+                with generate_trace.traced(trace):
+                    result = run_in_process(command, work / name, env=env).check()
+            else:  # `accelerate launch`: each rank traced by the start-up hook
+                result = run_command(command, work / name, env=env, timeout=900).check()
             return Run(name, result, trace, time.monotonic() - started, tasks)
 
         out["A"] = run("A", first, 1)

@@ -9,7 +9,8 @@ result unchanged.
 
 It is switched on by `LMMS_TASKS_GENERATE_TRACE=<dir>` through the `sitecustomize.py` in
 `trace_site/` (put that directory on PYTHONPATH): Python imports `sitecustomize` at start-up, before
-lmms-eval, in every process `accelerate launch` starts.
+lmms-eval, in every process `accelerate launch` starts. An in-process run (`e2e.run_in_process`) is traced
+with `with traced(dir):`.
 
 Each line holds: pid, rank (`RANK`), the prompt token ids per batch row, the count of image and video
 placeholder tokens per row, `image_grid_thw` / `video_grid_thw`, the mean RGB (0-255) of each image as
@@ -20,13 +21,14 @@ the generated token ids per row.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import json
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -144,6 +146,19 @@ def install(trace_dir: str | Path) -> None:
         return
     if not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
         sys.meta_path.insert(0, _AfterImport(TARGET_MODULE, patch))
+
+
+@contextlib.contextmanager
+def traced(trace_dir: str | Path) -> Iterator[None]:
+    """Trace every `generate` call of this process into `trace_dir` for the duration (an in-process run)."""
+    import transformers.generation.utils as module
+
+    original = module.GenerationMixin.generate
+    install(trace_dir)
+    try:
+        yield
+    finally:
+        module.GenerationMixin.generate = original
 
 
 def read(trace_dir: str | Path) -> list[dict[str, Any]]:
