@@ -190,3 +190,17 @@ def test_unhurried_site_lifts_the_bound_only_where_it_is_on_the_path(tmp_path: P
     official = subprocess.run([sys.executable, "-c", probe], env=dict(env), capture_output=True, text=True, timeout=300, check=True)
     assert lifted.stdout.split() == ["extra", "start-up", "code", str(SECONDS), "2.0"] and SECONDS >= 600
     assert official.stdout.split() == ["2.0", "2.0"]
+
+
+def test_the_suite_has_no_process_server_and_one_start_up_hook_at_most() -> None:
+    """Tests run lmms-eval in their own process or in a real one (utils/testing/e2e.py), never in a fork of a server
+    that imported it beforehand: no descriptor passing or pidfd watching in the test machinery, and at most one
+    `sitecustomize.py` (the real-backend tests' `generate` tracer) in the checkout."""
+    root = Path(__file__).resolve().parents[2]
+    machinery = [*sorted((root / "utils" / "testing").rglob("*.py")), *sorted((root / "tests").rglob("*.py"))]
+    forbidden = ("SCM_" + "RIGHTS", "pidfd" + "_open", "send" + "_fds", "recv" + "_fds", "_run_module" + "_as_main")
+    found = [f"{path.relative_to(root)}: {word}" for path in machinery for word in forbidden if word in path.read_text(encoding="utf-8")]
+    assert found == []
+    assert not (root / "utils" / "testing" / "startup_site").exists()
+    hooks = sorted(str(p.relative_to(root)) for p in root.rglob("sitecustomize.py") if ".venv" not in p.parts and "node_modules" not in p.parts)
+    assert len(hooks) <= 1, hooks
