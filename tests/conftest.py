@@ -78,22 +78,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 # with `--durations` on the 2-core machine; the modules not named here take a few seconds. For queueing only
 # (utils/testing/xdist_units.py): a stale or missing figure costs minutes, never a result.
 MODULE_SECONDS: dict[str, float] = {
-    "tests/bad_input/test_exit_matrix.py": 600,  # 16 lmms-eval commands, one per case (3 with accelerate's 2 ranks)
-    "tests/upstream/test_stack.py": 600,  # the stack's build, then one pytest per PR
-    "tests/upstream/test_export_real.py": 350,
-    "tests/foundation/test_newcomer_paths.py": 280,
-    "tests/backends/test_qwen2_5_vl_e2e.py": 250,
-    "tests/humaneval_v/test_e2e.py": 250,
-    "tests/bad_input/test_runs.py": 200,
-    "tests/conformance/test_cli_replay.py": 200,
+    "tests/humaneval_v/test_containers.py": 170,
+    "tests/foundation/test_readme_commands.py": 230,
+    "tests/bad_input/test_exit_matrix.py": 940,  # 16 lmms-eval commands, one per case (3 with accelerate's 2 ranks)
+    "tests/upstream/test_stack.py": 810,  # the stack's build, then one pytest per PR
+    "tests/upstream/test_export_real.py": 420,
+    "tests/foundation/test_newcomer_paths.py": 310,
+    "tests/backends/test_qwen2_5_vl_e2e.py": 190,
+    "tests/humaneval_v/test_e2e.py": 170,
+    "tests/bad_input/test_runs.py": 140,
+    "tests/conformance/test_cli_replay.py": 120,
     "tests/official/test_humaneval_v.py": 140,
-    "tests/judge/test_rescore.py": 130,
+    "tests/judge/test_rescore.py": 125,
     "tests/statistics/test_demo_statistics.py": 120,
     "tests/docs/test_readme_claims.py": 110,
     "tests/sandbox/test_sandbox_hostile.py": 100,
     "tests/haerae_vision/test_e2e.py": 100,
     "tests/vlm2_bench/test_e2e.py": 100,
-    "tests/foundation/test_packaging.py": 90,
+    "tests/foundation/test_packaging.py": 130,
     "tests/humaneval_v/test_scored_once_e2e.py": 90,
     "tests/humaneval_v/test_v1.py": 80,
     "tests/report/test_report_browser.py": 70,
