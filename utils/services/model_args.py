@@ -1,13 +1,10 @@
 """Warnings about model arguments that would silently change a benchmark's numbers.
 
-lmms-eval's vLLM backend generates up to `max(task max_new_tokens, model_args max_new_tokens)` tokens, and
-its default is 4096, above every limit these tasks set (512 to 2048; a test checks every task YAML), so each
-benchmark's official limit is lifted unless the user passes `max_new_tokens=1`. Without `limit_mm_per_prompt`,
+lmms-eval's vLLM backend generates up to `max(task max_new_tokens, model_args max_new_tokens)` tokens (default 4096, above every limit these tasks set), so each benchmark's official limit is lifted unless the user passes `max_new_tokens=1`. Without `limit_mm_per_prompt`,
 vLLM's V1 engine (vLLM >= 0.8, what `.[vllm]` requires) accepts up to 999 items of each modality per request
 and sizes its multimodal memory for that many; the data's own maximum (`media-stats`) saves that memory. Neither is visible to a task's hooks: lmms-eval hands
 the loader only the task's `metadata`, so the loader (which runs when the task loads, before any inference)
-reads the command line and says so, loudly, once per task. Both warnings follow from the command line
-alone; no task's configuration is read back.
+reads the command line and says so, loudly, once per task; no task's configuration is read back.
 """
 
 from __future__ import annotations
@@ -21,10 +18,7 @@ from lmms_tasks import HELP
 from lmms_tasks.utils.services.logging import logger
 
 VLLM_MODELS = ("vllm", "vllm_chat")
-# lmms-eval's chat `openai` model (0.7.3) sends a task's temperature, max tokens, top_p, seed, presence and
-# frequency penalties and n, never these: a task that sets one is sampled without it on that route
-OPENAI_MODELS = ("openai",)
-OPENAI_UNSENT = ("top_k",)
+OPENAI_UNSENT = ("top_k",)  # sampling keys lmms-eval's chat `openai` model (0.7.3) never sends
 VLLM_DEFAULT_MAX_NEW_TOKENS = 4096
 
 
@@ -73,14 +67,6 @@ def warn_about_model_args(task: str, uses_images: bool = True) -> tuple[str, ...
 
 
 def unsent_sampling_warning(task: str, model: str | None, generation_kwargs: Mapping[str, Any] | None) -> str | None:
-    """What the model in use (lmms-eval's `--model`) did not send of the task's `generation_kwargs`, None when it
-    sent everything that changes sampling."""
-    if model not in OPENAI_MODELS:
-        return None
-    unsent = [f"{key}={generation_kwargs[key]}" for key in OPENAI_UNSENT if key in (generation_kwargs or {})]
-    if not unsent:
-        return None
-    return (
-        f"{task}: lmms-eval's openai model does not send {', '.join(unsent)} from the task's generation_kwargs: its samples "
-        "were drawn without it, unlike the benchmark's own runs; --model vllm sends it (docs/BACKENDS.md)"
-    )
+    """What `--model openai` did not send of the task's `generation_kwargs` (None: it sent all that changes sampling)."""
+    unsent = [f"{k}={(generation_kwargs or {})[k]}" for k in OPENAI_UNSENT if model == "openai" and k in (generation_kwargs or {})]
+    return f"{task}: lmms-eval's openai model does not send {', '.join(unsent)} from the task's generation_kwargs: its samples were drawn without it; --model vllm sends it" if unsent else None
