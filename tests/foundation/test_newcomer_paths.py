@@ -92,7 +92,7 @@ def test_a_rescore_never_passes_for_the_runs_own_records(demo_two_models: tuple[
     assert first.returncode == 0, first.stderr[-3000:]
     rescored = samples_of(run, "haerae_vision_original").parent / "rescored"
     assert (rescored / f"{samples_of(run, 'haerae_vision_original').stem}.rescored.json").is_file()
-    assert (rescored / "judgements" / "haerae_vision_original.summary.json").is_file()
+    assert len(list(rescored.glob("records_*/judgements/haerae_vision_original.summary.json"))) == 1  # its own records folder
     (results,) = samples_of(run, "haerae_vision_original").parent.glob("*_results.json")
     own = recorded_dir(results, json.loads(results.read_text(encoding="utf-8")))  # the run's records, as its results file names them
     assert own is not None and f"the run's own records in {own / 'judgements'}/ are left unchanged" in first.stdout

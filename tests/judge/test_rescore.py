@@ -56,7 +56,8 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert report["results"]["response_words,none"] == pytest.approx((2 + 0 + 3 + 1) / 4)  # a registered aggregation
     # three aggregations, one memoized batch: each question judged once (+1 retry of the failing one)
     assert judge_requests(mini_server, "stand-in-judge") == sorted(QUESTIONS + ["question three"])
-    records = (samples.parent / "rescored" / "judgements" / f"{mini_task}.jsonl").read_text(encoding="utf-8").splitlines()
+    (records_file,) = (samples.parent / "rescored").glob(f"records_*/judgements/{mini_task}.jsonl")  # the re-score's own records folder
+    records = records_file.read_text(encoding="utf-8").splitlines()
     assert len(records) == 4
 
     # --judge-model re-judges everything with another judge, over the task's defaults and the environment

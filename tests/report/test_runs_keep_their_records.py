@@ -182,9 +182,34 @@ def test_report_shows_a_run_beside_its_rescore(
     assert data["results"]["haerae_vision_original"]["haerae_vision_score,none"] == first.metric(
         "haerae_vision_original", "haerae_vision_score"
     )
-    assert records_dir(read_results_file(run), "judgements") == rescored / "judgements"  # its own records, beside it
-    assert json.loads((rescored / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))["requests"] == N_HAERAE
+    (own,) = rescored.glob("records_*")  # its own records, beside it, in a folder of its own
+    assert records_dir(read_results_file(run), "judgements") == own / "judgements"
+    assert json.loads((own / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))["requests"] == N_HAERAE
     assert len(next(rescored.glob("*_samples_haerae_vision_original.jsonl")).read_text(encoding="utf-8").splitlines()) == N_HAERAE
     capsys.readouterr()
     assert report.main([str(first.results_path), str(rescored), "--out", str(folder["work"] / "report")]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "runs: vlm-a, vlm-a (re-scored)"
+
+
+@pytest.mark.e2e
+def test_a_second_rescore_into_one_folder_changes_no_file_of_the_first(folder: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each re-score is a run with its own records folder: a later one into the same --output-dir leaves the earlier
+    one's results, samples and records as they were (the `<stem>.rescored.json` summary beside them is the latest's)."""
+    from lmms_tasks.utils.commands import score
+    from lmms_tasks.utils.services.llm_judge import judge
+
+    first = folder["first"]
+    samples = first.results_path.with_name(f"{read_results_file(first.results_path).stamp}_samples_haerae_vision_original.jsonl")
+    monkeypatch.setenv("HAERAE_VISION_DATA", str(folder["work"] / "hv_data"))
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_PROGRESS", "0")
+    monkeypatch.setenv("LMMS_TASKS_JUDGE_API_KEY", "EMPTY")
+    out = folder["work"] / "rescored_twice"
+    judge.clear_memo()
+    assert score.main([str(samples), "--output-dir", str(out)]) == score.EXIT_OK
+    earlier = {name: digest for name, digest in _hashes(out).items() if not name.endswith(".rescored.json")}
+    assert any(name.startswith("records_") and "/judgements/" in name for name in earlier), earlier
+    judge.clear_memo()
+    assert score.main([str(samples), "--output-dir", str(out)]) == score.EXIT_OK
+    later = _hashes(out)
+    assert {name: later.get(name) for name in earlier} == earlier
+    assert len(list(out.glob("records_*"))) == 2 and len(list(out.glob("*_results.json"))) == 2

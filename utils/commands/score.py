@@ -33,6 +33,7 @@ from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
+from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.records import RECORDS_KEY
 from lmms_tasks.utils.services.taskconfig import task_config, task_metadata, task_yaml_path
 
@@ -455,8 +456,11 @@ def rescore(
     samples: list[dict[str, Any]] | None = None,
     handed: judge.Handed | None = None,
     scored_samples: list[dict[str, Any]] | None = None,
+    records_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric.
+    """Re-run every metric aggregation of the task on the saved per-sample values; errors per metric. The
+    judgements and executions it makes go to `records_dir` (default: a folder of this re-score's own in
+    `output_dir`, `services.records.fresh_path`: no later re-score into the same folder replaces them).
 
     Refused (RescoreError, nothing computed) when the task cannot be scored here (HumanEval-V without the
     opt-in) or when the file holds fewer samples than the run evaluated, unless `allow_partial`."""
@@ -479,7 +483,7 @@ def rescore(
         samples,
         source=str(samples_path),
         root=root,
-        output_dir=output_dir or default_output_dir(samples_path),
+        output_dir=records_dir or records.fresh_path(output_dir or default_output_dir(samples_path)),
         filter_name=filter_name,
         n_expected=expected,
         n_expected_from=expected_from,
@@ -491,10 +495,10 @@ def rescore(
 RESCORE_KEY = "lmms_tasks_rescore"  # in a re-score's results file: the run it re-scored
 
 
-def write_run(report: dict[str, Any], samples_path: Path, scored: list[dict[str, Any]], output_dir: Path) -> Path:
+def write_run(report: dict[str, Any], samples_path: Path, scored: list[dict[str, Any]], output_dir: Path, records_dir: Path) -> Path:
     """The re-score as an lmms-eval run: `<ts>_results.json` and `<ts>_samples_<task>.jsonl` in `output_dir`,
     the original run's results file (model, configs) with this task's new numbers, its records folder
-    (`metadata.records`: `output_dir` itself, where this re-score's judgements/ and executions/ are) and
+    (`metadata.records`: `records_dir`, in `output_dir`, where this re-score's judgements/ and executions/ are) and
     `lmms_tasks_rescore` naming the run it came from; `report` shows it beside the original (as
     "<model> (re-scored)") and lmms-eval's `--baseline` reads its samples file."""
     import time
@@ -508,7 +512,8 @@ def write_run(report: dict[str, Any], samples_path: Path, scored: list[dict[str,
         except (OSError, ValueError):
             data = {}
     config = dict((data.get("configs") or {}).get(task) or {})
-    config["metadata"] = {**(config.get("metadata") or {}), RECORDS_KEY: "."}
+    metadata = {k: v for k, v in (config.get("metadata") or {}).items() if k != RECORDS_KEY}
+    config["metadata"] = {**metadata, **({RECORDS_KEY: os.path.relpath(records_dir, output_dir)} if records_dir.is_dir() else {})}
     n = report["n_samples"]
     data.update(
         results={task: {"alias": task, **report["results"]}},
@@ -605,21 +610,22 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
             print(f"judge: the run's ({shown}) from {recorded[1]}; --judge-* options override it, --ignore-run-judge ignores it", file=sys.stderr)
         handed = judge_handed(recorded[0] if recorded else {}, judge_options)
         scored: list[dict[str, Any]] = []
+        output_dir = args.output_dir or default_output_dir(samples_path)
+        records_dir = records.fresh_path(output_dir)
         report = rescore(
-            samples_path, task, args.include_path, args.output_dir, args.filter, allow_partial=args.allow_partial, samples=samples, handed=handed,
-            scored_samples=scored,
+            samples_path, task, args.include_path, output_dir, args.filter, allow_partial=args.allow_partial, samples=samples, handed=handed,
+            scored_samples=scored, records_dir=records_dir,
         )
     except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    output_dir = args.output_dir or default_output_dir(samples_path)
     status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
-    print(f"wrote {write_run(report, samples_path, scored, output_dir)} (an lmms-eval run: `report` shows it beside the original)")
+    print(f"wrote {write_run(report, samples_path, scored, output_dir, records_dir)} (an lmms-eval run: `report` shows it beside the original)")
     try:
         run_judgements = run_records(samples_path, "judgements")
     except RescoreError:
         run_judgements = None
-    print(records_note(output_dir, run_judgements.parent if run_judgements is not None else None))
+    print(records_note(records_dir, run_judgements.parent if run_judgements is not None else None))
     return status
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+import uuid
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,12 @@ def run_dir(args: Any, metadata: MutableMapping[str, Any] | None) -> str | None:
     if metadata is not None:
         metadata[RECORDS_KEY] = chosen
     return str(folder / chosen)
+
+
+def fresh_path(folder: Path) -> Path:
+    """A records folder of its own in `folder` (a re-score's), named as a run's (`records_<YYYYMMDD_HHMMSS>_<random>`);
+    made when the first record is written into it."""
+    return Path(folder) / f"{RECORDS_PREFIX}{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}"
 
 
 def chosen(args: Any) -> str | None:
