@@ -46,7 +46,8 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert "judge_score" in captured.out and "0.375" in captured.out and "judge=stand-in-judge@127.0.0.1" in captured.out
     incomplete = [line for line in captured.err.splitlines() if line.startswith("incomplete: lmmstasks_mini_judged:")]
     assert len(incomplete) == 1 and "1/4 judge request(s) failed after retries, the first ('3'): HTTP 500" in incomplete[0]
-    assert f"every failure is in {samples.parent / 'rescored' / 'judgements' / f'{mini_task}.jsonl'}" in incomplete[0]
+    (records_file,) = (samples.parent / "rescored").glob(f"records_*/judgements/{mini_task}.jsonl")  # the re-score's own records folder
+    assert f"every failure is in {records_file}" in incomplete[0]
 
     report = json.loads((samples.parent / "rescored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
     assert report["task"] == mini_task and report["n_samples"] == 4 and report["errors"] == {}
@@ -56,7 +57,6 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert report["results"]["response_words,none"] == pytest.approx((2 + 0 + 3 + 1) / 4)  # a registered aggregation
     # three aggregations, one memoized batch: each question judged once (+1 retry of the failing one)
     assert judge_requests(mini_server, "stand-in-judge") == sorted(QUESTIONS + ["question three"])
-    (records_file,) = (samples.parent / "rescored").glob(f"records_*/judgements/{mini_task}.jsonl")  # the re-score's own records folder
     records = records_file.read_text(encoding="utf-8").splitlines()
     assert len(records) == 4
 
@@ -67,7 +67,7 @@ def test_rescore_runs_the_task_aggregations_and_writes_results(
     assert other["results"]["judge_info,none"].startswith("judge=other-judge@")
     assert other["results"]["judge_score,none"] == pytest.approx(EXPECTED_SCORE)
     assert judge_requests(mini_server, "other-judge") == sorted(QUESTIONS + ["question three"])
-    assert (tmp_path / "other" / "judgements" / f"{mini_task}.summary.json").is_file()
+    assert len(list((tmp_path / "other").glob(f"records_*/judgements/{mini_task}.summary.json"))) == 1
     assert os.environ["LMMS_TASKS_JUDGE_MODEL"] == "stand-in-judge"  # CLI overrides are undone afterwards
 
 
