@@ -247,11 +247,15 @@ def run_command(command: list[str], output_dir: Path, *, env: Mapping[str, str],
 
 # What the Hugging Face libraries read from the environment once, when imported: an in-process run sets them from
 # its environment for its duration (module, attribute, environment variable, how the value is read).
+def _true(value: str) -> bool:
+    return value.upper() in ("1", "ON", "YES", "TRUE")
+
+
 _READ_AT_IMPORT = (
     ("datasets.config", "HF_DATASETS_CACHE", "HF_DATASETS_CACHE", Path),
-    ("datasets.config", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
-    ("datasets.config", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
-    ("huggingface_hub.constants", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", lambda v: v.upper() in ("1", "ON", "YES", "TRUE")),
+    ("datasets.config", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", _true),
+    ("datasets.config", "HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", _true),
+    ("huggingface_hub.constants", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE", _true),
 )
 
 
@@ -298,7 +302,8 @@ def run_in_process(command: Sequence[str], output_dir: Path, *, env: Mapping[str
 
     stdout, stderr = io.StringIO(), io.StringIO()
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
-    saved_settings = [(importlib.import_module(m), attr, getattr(importlib.import_module(m), attr)) for m, attr, _, _ in _READ_AT_IMPORT]
+    modules = [importlib.import_module(name) for name, _, _, _ in _READ_AT_IMPORT]
+    saved_settings = [(module, attr, getattr(module, attr)) for module, (_, attr, _, _) in zip(modules, _READ_AT_IMPORT)]
     status.clear()
     returncode = 0
     with op("lmms-eval-in-process", " ".join(argv[argv.index("--tasks") + 1 : argv.index("--tasks") + 2] if "--tasks" in argv else argv[:2])):
