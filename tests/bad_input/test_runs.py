@@ -118,7 +118,10 @@ def test_score_reuses_the_runs_judge(tmp_path: Path, demo_two_models, monkeypatc
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"judge: the run's (model={STAND_IN_JUDGE}, base_url={summary['base_url']}" in proc.stderr
     report = json.loads((tmp_path / "scored" / f"{samples.stem}.rescored.json").read_text(encoding="utf-8"))
-    rescored = json.loads((tmp_path / "scored" / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
+    (rescored_run,) = (tmp_path / "scored").glob("*_results.json")  # the re-score as an lmms-eval run
+    rescored_records = recorded_dir(rescored_run, json.loads(rescored_run.read_text(encoding="utf-8")))  # its own folder
+    assert rescored_records.parent == tmp_path / "scored" and rescored_records != run_records
+    rescored = json.loads((rescored_records / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))
     assert rescored["judge_info"].startswith(f"judge={STAND_IN_JUDGE}@{summary['endpoint_host']} ")
     assert " cached=5 " in rescored["judge_info"]
     assert report["results"]["haerae_vision_score,none"] == pytest.approx(run.metric("haerae_vision_original", "haerae_vision_score"))

@@ -7,12 +7,14 @@ run recorded; the key kept out of every failure record."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lmms_tasks.utils.commands import score as rescore
+from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -116,12 +118,15 @@ def test_score_without_a_results_file_counts_the_subtasks_documents(own_judge_ro
 
 
 def recorded_run(root: Path, server: StandInServer, tmp_path: Path) -> Path:
-    """A run as lmms-eval leaves it (`<output_path>/<model>/<ts>_results.json` and samples, `<output_path>/judgements/`),
-    judged by stand-in-judge at `server` with the cache `run_cache`; returns the samples file."""
+    """A run as lmms-eval leaves it (`<output_path>/<model>/<ts>_results.json` and samples, its records folder
+    `<output_path>/records_<ts>_<random>/` named in the results), judged by stand-in-judge at `server` with the
+    cache `run_cache`; returns the samples file."""
     output_path = tmp_path / "out"
     samples = write_samples(output_path / "my__model", MINI_TASK)
-    report = rescore.rescore(samples, MINI_TASK, str(root), output_path)  # the run's judgements/ where lmms-eval puts them
-    results = {"results": {MINI_TASK: report["results"]}, "model_name_sanitized": "my__model", "date": "20260101_000000"}
+    records_dir = records.fresh_path(output_path)
+    report = rescore.rescore(samples, MINI_TASK, str(root), output_path, records_dir=records_dir)
+    named = {"metadata": {records.RECORDS_KEY: os.path.relpath(records_dir, samples.parent)}}
+    results = {"results": {MINI_TASK: report["results"]}, "configs": {MINI_TASK: named}, "model_name_sanitized": "my__model", "date": "20260101_000000"}
     (output_path / "my__model" / "20260101_000000_results.json").write_text(json.dumps({**results, "n-samples": {MINI_TASK: {"effective": 4}}}), encoding="utf-8")
     return samples
 

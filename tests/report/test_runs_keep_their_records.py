@@ -194,7 +194,7 @@ def test_report_shows_a_run_beside_its_rescore(
 @pytest.mark.e2e
 def test_a_second_rescore_into_one_folder_changes_no_file_of_the_first(folder: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """Each re-score is a run with its own records folder: a later one into the same --output-dir leaves the earlier
-    one's results, samples and records as they were (the `<stem>.rescored.json` summary beside them is the latest's)."""
+    one's results, samples, records and `<stem>.rescored.json` summary as they were (the later's is `<stem>.2.rescored.json`)."""
     from lmms_tasks.utils.commands import score
     from lmms_tasks.utils.services.llm_judge import judge
 
@@ -206,10 +206,12 @@ def test_a_second_rescore_into_one_folder_changes_no_file_of_the_first(folder: d
     out = folder["work"] / "rescored_twice"
     judge.clear_memo()
     assert score.main([str(samples), "--output-dir", str(out)]) == score.EXIT_OK
-    earlier = {name: digest for name, digest in _hashes(out).items() if not name.endswith(".rescored.json")}
+    earlier = _hashes(out)
+    assert f"{samples.stem}.rescored.json" in earlier
     assert any(name.startswith("records_") and "/judgements/" in name for name in earlier), earlier
     judge.clear_memo()
     assert score.main([str(samples), "--output-dir", str(out)]) == score.EXIT_OK
     later = _hashes(out)
     assert {name: later.get(name) for name in earlier} == earlier
     assert len(list(out.glob("records_*"))) == 2 and len(list(out.glob("*_results.json"))) == 2
+    assert set(later) - set(earlier) >= {f"{samples.stem}.2.rescored.json"}

@@ -550,6 +550,16 @@ def render_table(report: dict[str, Any]) -> str:
     return make_table(table_input)
 
 
+def unused_report_path(output_dir: Path, base: str, taken: set[Path] = frozenset()) -> Path:
+    """`<base>.rescored.json` in `output_dir`, or `<base>.<n>.rescored.json` with the first n from 2 that
+    names no file yet (nor one in `taken`): a later re-score into one folder never replaces an earlier one's."""
+    path, n = output_dir / f"{base}.rescored.json", 1
+    while path.exists() or path in taken:
+        n += 1
+        path = output_dir / f"{base}.{n}.rescored.json"
+    return path
+
+
 def emit(report: dict[str, Any], out_path: Path, source: Path | str) -> int:
     """Write the report as JSON (atomically), print its table and problems; the file's exit status."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -600,7 +610,8 @@ def main(argv: list[str]) -> int:
 
 
 def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dict[str, Any]) -> int:
-    """Re-score one file, write `<stem>.rescored.json`, print the table; the exit status (see EXIT_*)."""
+    """Re-score one file, write `<stem>.rescored.json` (`<stem>.<n>.rescored.json` where one is there already),
+    print the table; the exit status (see EXIT_*)."""
     try:
         samples = read_samples(samples_path)
         task = args.task or infer_task(samples_path, samples)
@@ -619,7 +630,7 @@ def _score_file(samples_path: Path, args: argparse.Namespace, judge_options: dic
     except (RescoreError, judge.JudgeConfigError, judge.JudgeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    status = emit(report, output_dir / f"{samples_path.stem}.rescored.json", samples_path)
+    status = emit(report, unused_report_path(output_dir, samples_path.stem), samples_path)
     print(f"wrote {write_run(report, samples_path, scored, output_dir, records_dir)} (an lmms-eval run: `report` shows it beside the original)")
     try:
         run_judgements = run_records(samples_path, "judgements")

@@ -89,11 +89,7 @@ def _score_one(bench: str, module: Any, path: Path, args: argparse.Namespace, ju
                 raise OfficialFormatError(opt_in_refusal(str(path)))
         imported = _read(bench, module, path, args)
         output_dir = args.output_dir or path.parent
-        out_path = output_dir / f"{path.stem}.{imported.task}.rescored.json"
-        counter = 1
-        while out_path in written:  # two inputs with the same name and task in one output directory
-            counter += 1
-            out_path = output_dir / f"{path.stem}.{imported.task}.{counter}.rescored.json"
+        out_path = scoring.unused_report_path(output_dir, f"{path.stem}.{imported.task}", written)  # nothing replaced
         written.add(out_path)
         report = scoring.aggregate(
             imported.task,
