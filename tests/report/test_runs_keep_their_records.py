@@ -185,7 +185,17 @@ def test_report_shows_a_run_beside_its_rescore(
     (own,) = rescored.glob("records_*")  # its own records, beside it, in a folder of its own
     assert records_dir(read_results_file(run), "judgements") == own / "judgements"
     assert json.loads((own / "judgements" / "haerae_vision_original.summary.json").read_text(encoding="utf-8"))["requests"] == N_HAERAE
-    assert len(next(rescored.glob("*_samples_haerae_vision_original.jsonl")).read_text(encoding="utf-8").splitlines()) == N_HAERAE
+    rescored_samples = next(rescored.glob("*_samples_haerae_vision_original.jsonl"))
+    assert len(rescored_samples.read_text(encoding="utf-8").splitlines()) == N_HAERAE
+    # lmms-eval's own --baseline loader reads the re-score as it reads the run: the same per-document scores,
+    # and the re-score's results file beside its samples
+    from lmms_eval.baselines.loader import load_baseline
+
+    (original_scores, _), (rescored_scores, rescored_results) = (
+        load_baseline(str(path), "haerae_vision_original") for path in (samples, rescored_samples)
+    )
+    assert len(original_scores) == N_HAERAE and rescored_scores == original_scores
+    assert rescored_results == data
     capsys.readouterr()
     assert report.main([str(first.results_path), str(rescored), "--out", str(folder["work"] / "report")]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "runs: vlm-a, vlm-a (re-scored)"

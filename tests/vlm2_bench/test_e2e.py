@@ -3,12 +3,15 @@ with scripted replies; expected scores are computed here by hand from those repl
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils.commands.report.runs import read_results_file, records_dir
 from lmms_tasks.utils.commands.score import rescore
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
@@ -95,6 +98,10 @@ def _mean(values) -> float:
     return sum(values) / len(values)
 
 
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def _close(rgb, index: int, tol: int = 24) -> bool:
     return all(abs(a - b) <= tol for a, b in zip(rgb, colour_for(index)))
 
@@ -125,6 +132,17 @@ def test_all_nine_subtasks_and_groups_end_to_end(tmp_path: Path, monkeypatch: py
                 expected = run.results["results"][task][key]
                 assert value == (expected if isinstance(expected, str) else pytest.approx(expected)), (task, key)
         assert len(server.requests) == len(requests)  # the re-score judged from the cache
+        # PC-VID again into the same --output_path with --limit 1 (issue 52): a run of its own, with records of its
+        # own; nothing the first run wrote changes, and each run reads its own judgements
+        before = _hashes(tmp_path / "out")
+        again = run_lmms_eval("vlm2_bench_pc_vid", server.base_url, tmp_path / "out", env=env, limit=1, in_process=True).check()
+        after = _hashes(tmp_path / "out")
+        assert {name: after.get(name) for name in before} == before
+        judged = {}
+        for key, one in (("first", run), ("again", again)):
+            folder = records_dir(read_results_file(one.results_path), "judgements")
+            judged[key] = (folder, json.loads((folder / "vlm2_bench_pc_vid.summary.json").read_text(encoding="utf-8"))["requests"])
+        assert judged["first"][0] != judged["again"][0] and (judged["first"][1], judged["again"][1]) == (2, 1)
 
     # per-subtask scores under the common name, and the specific metrics
     for task, expected in EXPECTED.items():
