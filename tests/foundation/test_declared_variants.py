@@ -16,7 +16,7 @@ from lmms_tasks.utils.services.taskconfig import task_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = [p for p in sorted((ROOT / "utils").rglob("*.py")) if not p.relative_to(ROOT).as_posix().startswith(("utils/testing/", "utils/commands/upstream/"))]
-PASS_SUFFIX = re.compile(r"^_pass\d+$")
+PASS_SUFFIX = re.compile(r"^\w*_pass\d+$")  # "_pass3", or a task name keyed by its k ("humaneval_v1_pass10")
 
 
 def offences(source: str) -> list[str]:
@@ -34,6 +34,8 @@ def offences(source: str) -> list[str]:
         before = [t.string for t in tokens[max(0, position - 3) : position]]
         if before[-2:] == ["endswith", "("] and text.startswith("_pass"):
             found.append(f"line {token.start[0]}: endswith({token.string})")
+        if before[-2:] == ["replace", "("] and re.fullmatch(r"_[a-z0-9_]+", text):  # one task name made from another
+            found.append(f"line {token.start[0]}: replace({token.string}, ...)")
     return found
 
 
@@ -45,6 +47,10 @@ def offences(source: str) -> list[str]:
         ("ok = task.endswith('_passive')\n", ["line 1: endswith('_passive')"]),
         ("t = f\"v2t{'_pass3' if n > 1 else ''}\"\n", ["line 1: literal f\"v2t{'_pass3' if n > 1 else ''}\""]),
         ('"""humaneval_v_v2c_pass3 -> v2c"""\nx = 1  # _pass3\n', []),
+        ('TASKS = {"humaneval_v1": 1, "humaneval_v1_pass10": 10}\n', ['line 1: literal "humaneval_v1_pass10"']),
+        ('source = name.replace("_t2c", "_v2t", 1)\n', ['line 1: replace("_t2c", ...)']),
+        ('note = "the scores of `humaneval_v1_pass10`, as run"\n', []),
+        ('source = path.name.replace("_executed.json", ".json")\n', []),
     ],
 )
 def test_the_check_finds_what_it_looks_for(source: str, expected: list[str]) -> None:
@@ -78,5 +84,15 @@ def test_every_humaneval_v_task_declares_its_setting_and_k() -> None:
     for task, (setting, k) in expected.items():
         kwargs = task_config(task)["dataset_kwargs"]
         assert (kwargs["setting"], kwargs["k"]) == (setting, k), task
+        # V2T2C step 2 names the step-1 task it reads (same k), never makes that name from its own
+        assert kwargs.get("descriptions_from") == ({1: "humaneval_v_v2t", 3: "humaneval_v_v2t_pass3"}[k] if setting == "t2c" else None), task
         metrics = {e["metric"] for e in task_config(task)["metric_list"]}
         assert (f"strong_coder_pass_at_{k}" if setting == "v2t" else f"pass@{k}") in metrics, task
+
+
+def test_a_t2c_task_without_the_v2t_task_it_reads_is_refused_before_any_data() -> None:
+    from lmms_tasks.utils.humaneval_v.hooks import load_subtask
+    from lmms_tasks.utils.services.data import DataError
+
+    with pytest.raises(DataError, match=r"humaneval_v_t2c: dataset_kwargs.descriptions_from is None"):
+        load_subtask({}, subtask="t2c", setting="t2c", k=1)

@@ -31,11 +31,6 @@ DEFAULT_CODER = "gpt-4o"
 DESCRIPTION_KEY = "description_rate"  # the v2t metric whose per-sample value carries the descriptions
 
 
-def source_task(t2c_task: str) -> str:
-    """humaneval_v_t2c -> humaneval_v_v2t; humaneval_v_t2c_pass3 -> humaneval_v_v2t_pass3."""
-    return t2c_task.replace("_t2c", "_v2t", 1)
-
-
 def data_fingerprint(rows: Iterable[tuple[Any, Any, Any]]) -> str:
     """What makes two copies of the data the same for V2T2C: every task's qid, signature and test, in order."""
     digest = hashlib.sha256()
@@ -83,11 +78,11 @@ class Choice:
     why: str
 
 
-def resolve_samples_file(t2c_task: str, configured: str | None = None, model: str | None = None) -> Choice:
-    """The v2t samples file: $HUMANEVAL_V_DESCRIPTIONS (else the YAML's `metadata.descriptions`), a file as
-    named, or in a directory the newest `*_samples_<v2t task>.jsonl` of a run of `model`."""
+def resolve_samples_file(wanted: str, configured: str | None = None, model: str | None = None) -> Choice:
+    """The samples file of the v2t task `wanted` (the one the t2c task's YAML declares, `dataset_kwargs.descriptions_from`):
+    $HUMANEVAL_V_DESCRIPTIONS (else the YAML's `metadata.descriptions`), a file as named, or in a directory the
+    newest `*_samples_<wanted>.jsonl` of a run of `model`."""
     value = os.environ.get(DESCRIPTIONS_ENV, "").strip() or (configured or "").strip()
-    wanted = source_task(t2c_task)
     if not value:
         raise DataError(
             f"no descriptions. Run `{wanted}` first (with --log_samples), then set "

@@ -22,7 +22,6 @@ from lmms_tasks.utils.humaneval_v.descriptions import (
     data_fingerprint,
     read_descriptions,
     resolve_samples_file,
-    source_task,
     strong_coder_enabled,
 )
 from lmms_tasks.utils.humaneval_v.execution import execution_allowed, level_of, opt_in_refusal, require_opt_in
@@ -91,18 +90,25 @@ def task_of(subtask: str, setting: str) -> str:
     return f"humaneval_{subtask}" if setting == v1.SETTING else f"humaneval_v_{subtask}"
 
 
-def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, setting: Any = None, k: Any = 1, **_: Any) -> datasets.DatasetDict:
+def load_subtask(
+    metadata: Mapping[str, Any] | None = None, subtask: str | None = None, setting: Any = None, k: Any = 1, descriptions_from: Any = None, **_: Any
+) -> datasets.DatasetDict:
     """The `custom_dataset` of every HumanEval-V task (the shared template names it): lmms-eval calls it with the
     task's `metadata` and its `dataset_kwargs`, where the task's YAML declares its name, setting and k
-    (`{subtask: v2c_pass3, setting: v2c, k: 3}`): the one place lmms-eval hands a task's own values to a hook
-    before `process_results` (which gets only the document), so they are stamped into the documents."""
+    (`{subtask: v2c_pass3, setting: v2c, k: 3}`; a t2c task also the v2t task whose descriptions it reads,
+    `descriptions_from`): the one place lmms-eval hands a task's own values to a hook before `process_results`
+    (which gets only the document), so they are stamped into the documents."""
     task = task_of(str(subtask), str(setting))
-    return dataset_for(task, *declared(task, setting, k))(metadata=metadata)
+    setting, k = declared(task, setting, k)
+    if setting == "t2c" and not (isinstance(descriptions_from, str) and descriptions_from):
+        raise DataError(f"{task}: dataset_kwargs.descriptions_from is {descriptions_from!r}; a t2c task names the v2t task whose descriptions it reads")
+    return dataset_for(task, setting, k, descriptions_from)(metadata=metadata)
 
 
-def dataset_for(task: str, setting: str, k: int = 1) -> Callable[..., datasets.DatasetDict]:
+def dataset_for(task: str, setting: str, k: int = 1, descriptions_from: str | None = None) -> Callable[..., datasets.DatasetDict]:
     """The loader of one task: the opt-in check first (before any inference), then the
-    checked data, stamped with the task, its setting and k (V2T2C step 2: one document per description)."""
+    checked data, stamped with the task, its setting and k (V2T2C step 2: one document per description of
+    a run of `descriptions_from`)."""
     if setting == v1.SETTING:
         return _v1_dataset_for(task, k)
 
@@ -124,13 +130,13 @@ def dataset_for(task: str, setting: str, k: int = 1) -> Callable[..., datasets.D
                 },
                 desc=f"{task}: stamping",
             )
-        choice = resolve_samples_file(task, metadata.get("descriptions"), model=current_model())
+        choice = resolve_samples_file(str(descriptions_from), metadata.get("descriptions"), model=current_model())
         samples = choice.path
         descriptions, recorded = read_descriptions(samples)
         if recorded and recorded != {fingerprint}:
             raise DataError(
                 f"{samples} holds descriptions made on other data (data fingerprint {sorted(recorded)}, this run's data {fingerprint}: "
-                f"another release or revision); re-run {source_task(task)} on this data"
+                f"another release or revision); re-run {descriptions_from} on this data"
             )
         logger.info(
             f"{task}: descriptions from {samples} ({choice.why}; {len(descriptions)} tasks"

@@ -22,9 +22,6 @@ SOURCE = DataSource("humaneval_v1", "HumanEval-V/HumanEval-V-Benchmark", "b63910
 EXPECTED_TASKS = 108
 PROMPT_KEY = "humanevalv/v1/CODE_GEN_TASK_PROMPT"
 SETTING = "v1"
-# Our v1 tasks and the k of each one's official metric (inference.py: sample_num 1 -> pass@1, 20 -> pass@10), for
-# the commands that map official v1 output files onto them; the tasks themselves declare their k in their YAML.
-TASKS = {"humaneval_v1": 1, "humaneval_v1_pass10": 10}
 # What the v1 scorer reads of each row (qid, function_signature, test_script; the image for the prompt);
 # the other two fields of the v1 card are checked for type only.
 FIELDS = [
@@ -34,10 +31,6 @@ FIELDS = [
     schema.Field("ground_truth_solution", schema.text(nonempty=False), required=False),
     schema.Field("image_description", schema.text(nonempty=False), required=False),
 ]
-
-
-def is_v1_task(task: str) -> bool:
-    return task in TASKS
 
 
 def build_prompt(function_signature: str) -> str:

@@ -50,7 +50,7 @@ _DECLARED = declared_variants("humaneval_v", ("setting", "k"))  # (setting, k) -
 VERSIONS = {
     "v2": Version("v2", {(s, many): _DECLARED[(s, OFFICIAL_V2_K if many else 1)] for s in SETTINGS for many in (False, True)}, OFFICIAL_V2_K),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
-    "v1": Version("v1", {(v1.SETTING, k > 1): task for task, k in v1.TASKS.items()}, max(v1.TASKS.values())),
+    "v1": Version("v1", {(v1.SETTING, k > 1): task for (s, k), task in _DECLARED.items() if s == v1.SETTING}, max(k for s, k in _DECLARED if s == v1.SETTING)),
 }
 # official exp_type -> (our setting, the infix of its prediction file): the settings' table (humaneval_v/settings.csv),
 # plus V2T2C with GPT-4o as the strong coder, whose T2C step the official pipeline writes as its own experiment
@@ -366,12 +366,13 @@ def _coder_replies(run_task: RunTask) -> dict[str, str] | None:
     return None
 
 
-def declared_setting(task: str) -> str | None:
-    """The setting the task's YAML declares (`dataset_kwargs.setting`); None for a task we do not have."""
+def declared_setting(task: str, key: str = "setting") -> str | None:
+    """What the task's YAML declares under `dataset_kwargs.<key>` (its setting; a t2c task's `descriptions_from`);
+    None for a task we do not have."""
     from lmms_tasks.utils.services.taskconfig import task_config
 
     try:
-        return (task_config(task).get("dataset_kwargs") or {}).get("setting")
+        return (task_config(task).get("dataset_kwargs") or {}).get(key)
     except KeyError:
         return None
 
@@ -414,7 +415,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource | None = None
             by_qid: dict[str, list[tuple[int, str]]] = {}
             for item in items:
                 by_qid.setdefault(str(item["qid"]), []).extend((int(item.get("sample_index", 0)) + k, p) for k, p in enumerate(item["predictions"]))
-            descriptions = _descriptions(run_tasks, run_task.model, run_task.task.replace("_t2c", "_v2t", 1)) or {}
+            descriptions = _descriptions(run_tasks, run_task.model, str(declared_setting(run_task.task, "descriptions_from"))) or {}
             entries = []
             for qid in sorted(by_qid, key=order.index):
                 for index, prediction in sorted(by_qid[qid]):
@@ -456,7 +457,8 @@ def export_v1(run_tasks: list[RunTask], out: Path) -> list[Written]:
     from lmms_tasks.utils.commands.score import read_samples
 
     written: list[Written] = []
-    for run_task in (t for t in run_tasks if v1.is_v1_task(t.task)):
+    v1_tasks = {task for (setting, _), task in _DECLARED.items() if setting == v1.SETTING}  # as their YAMLs declare
+    for run_task in (t for t in run_tasks if t.task in v1_tasks):
         entries = []
         for line in sorted(read_samples(run_task.samples_path), key=lambda line: int(line.get("doc_id", 0))):
             item = next((v for v in line.values() if isinstance(v, dict) and "qid" in v), None)

@@ -308,7 +308,9 @@ def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
 
 
 # v1 (the original 108-task release): (column, task, metric)
-HUMANEVAL_V1 = tuple((f"pass@{k}", task, f"pass@{k}") for task, k in humaneval_v1.TASKS.items())
+HUMANEVAL_V1 = tuple(
+    (f"pass@{k}", task, f"pass@{k}") for (setting, k), task in sorted(declared_variants("humaneval_v", ("setting", "k")).items()) if setting == humaneval_v1.SETTING
+)
 
 
 def _is_humaneval(task: str) -> bool:
