@@ -498,7 +498,7 @@ def test_quick_start_has_as_many_commands_as_it_says() -> None:
 def test_judge_failure_is_described_as_the_code_behaves() -> None:
     """A judge request that fails after its retries is left out of the score (not averaged as 0) and the run
     exits with status 3; the docs and the report's captions say so, and nothing says it is scored 0."""
-    from lmms_tasks.utils.commands.report import sections
+    from lmms_tasks.utils.commands.report import haerae_vision as section
     from lmms_tasks.utils.haerae_vision.metrics import ScoredTask
     from lmms_tasks.utils.services.status import EXIT_INCOMPLETE
 
@@ -509,8 +509,8 @@ def test_judge_failure_is_described_as_the_code_behaves() -> None:
     block = judge.split("<!-- judge-failure -->", 1)[1].split("\n\n", 1)[0]
     assert "**left out**" in block and "never averaged as a 0" in block and f"status {EXIT_INCOMPLETE}" in block.replace("\n", " ")
     wrong = re.compile(r"official rule \(for HAERAE-Vision: 0\)|never crashes because of the judge|failed judgements 0|both count 0")
-    source = Path(sections.__file__).read_text(encoding="utf-8")
-    for where, content in [*((p.relative_to(REPO).as_posix(), text(p)) for p in every_document()), ("report/sections.py", source)]:
+    source = Path(section.__file__).read_text(encoding="utf-8")
+    for where, content in [*((p.relative_to(REPO).as_posix(), text(p)) for p in every_document()), ("report/haerae_vision.py", source)]:
         assert not wrong.search(content.replace("\n", " ")), where
     assert "left out of the scores, never counted 0" in source
 

@@ -189,7 +189,7 @@ def render(plot: Plot, directory: Path, formats: Sequence[str]) -> dict[str, Pat
     return written
 
 
-def _error_bars(
+def error_bars(
     ax: Any, positions: Sequence[float], values: Sequence[float | None], half_widths: Sequence[float | None], horizontal: bool
 ) -> None:
     """Black ±half-width whiskers on the bars that have both a value and a half-width."""
@@ -207,70 +207,11 @@ def run_colour(index: int) -> str:
     return RUN_COLOURS[index % len(RUN_COLOURS)]
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
-# -- VLM2-Bench -------------------------------------------------------------------------------------------
-
-
-def vlm2_subtasks(
-    fig: Any,
-    panels: Sequence[str],
-    runs: Sequence[tuple[str, Mapping[str, Any]]],
-    published: Sequence[tuple[str, Mapping[str, Any]]],
-    human: Mapping[str, Any],
-    chance: Mapping[str, Any],
-    errors: Sequence[Mapping[str, Any]] = (),
-) -> None:
-    """One panel per subtask (+ the overall): a horizontal bar per run (colour) and per published model
-    (grey); the human score as a green dashed line and chance as a grey dotted line. `errors[i][panel]`:
-    the half-width of run i's error bar (none where missing)."""
-    columns = 5
-    rows = (len(panels) + columns - 1) // columns
-    axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
-    names = [name for name, _ in runs] + [name for name, _ in published]
-    colours = [run_colour(i) for i in range(len(runs))] + [PUBLISHED_COLOUR] * len(published)
-    positions = list(range(len(names)))[::-1]
-    for index, panel in enumerate(panels):
-        ax = axes[index // columns][index % columns]
-        values = [_number(v.get(panel)) for _, v in runs] + [_number(v.get(panel)) for _, v in published]
-        ax.barh(positions, [v if v is not None else 0.0 for v in values], color=colours, height=0.75)
-        _error_bars(
-            ax,
-            positions[: len(runs)],
-            values[: len(runs)],
-            [_number((errors[i] if i < len(errors) else {}).get(panel)) for i in range(len(runs))],
-            horizontal=True,
-        )
-        for y, v in zip(positions, values):
-            if v is None:
-                ax.text(1, y, "n/a", va="center", fontsize=6, color="#888888")
-        if _number(human.get(panel)) is not None:
-            ax.axvline(_number(human.get(panel)), color=HUMAN_COLOUR, linestyle="--", linewidth=1.0)
-        if _number(chance.get(panel)) is not None:
-            ax.axvline(_number(chance.get(panel)), color=CHANCE_COLOUR, linestyle=":", linewidth=1.0)
-        ax.set_title(panel)
-        ax.set_xlim(0, 105)
-        ax.grid(axis="y", visible=False)
-    for index in range(len(panels), rows * columns):
-        axes[index // columns][index % columns].set_visible(False)
-    for row_axes in axes:
-        row_axes[0].set_yticks(positions, names)
-    from matplotlib.lines import Line2D
-
-    fig.legend(
-        handles=[
-            Line2D([0], [0], color=HUMAN_COLOUR, linestyle="--", label="Human (Table 1)"),
-            Line2D([0], [0], color=CHANCE_COLOUR, linestyle=":", label="Chance (Table 1)"),
-            Line2D([0], [0], color=PUBLISHED_COLOUR, linewidth=6, label="published model (Table 1)"),
-        ],
-        loc="outside lower center",
-        ncols=3,
-    )
-
-
-# -- HumanEval-V ------------------------------------------------------------------------------------------
+# -- grouped bars and breakdowns ---------------------------------------------------------------------------
 
 
 def grouped_bars(
@@ -288,7 +229,7 @@ def grouped_bars(
     width = 0.8 / max(1, len(series))
     for index, (label, colour, hatched, values) in enumerate(series):
         xs = [c + (index - (len(series) - 1) / 2) * width for c in range(len(categories))]
-        heights = [_number(v) for v in values]
+        heights = [number(v) for v in values]
         ax.bar(
             [x for x, h in zip(xs, heights) if h is not None],
             [h for h in heights if h is not None],
@@ -299,7 +240,7 @@ def grouped_bars(
             label=label,
         )
         series_errors = list(errors[index]) if index < len(errors) else []
-        _error_bars(ax, xs, heights, [_number(e) for e in series_errors] + [None] * (len(xs) - len(series_errors)), horizontal=False)
+        error_bars(ax, xs, heights, [number(e) for e in series_errors] + [None] * (len(xs) - len(series_errors)), horizontal=False)
         for x, h in zip(xs, heights):
             if h is None:
                 ax.text(x, 1, "n/a", ha="center", va="bottom", rotation=90, fontsize=6, color="#888888")
@@ -324,7 +265,7 @@ def breakdown_panels(
         height = 0.8 / max(1, len(series))
         for index, (label, colour, hatched, values) in enumerate(series):
             ys = [len(categories) - 1 - c - (index - (len(series) - 1) / 2) * height for c in range(len(categories))]
-            widths = [_number(values.get(cat)) for cat in categories]
+            widths = [number(values.get(cat)) for cat in categories]
             ax.barh(
                 [y for y, w in zip(ys, widths) if w is not None],
                 [w for w in widths if w is not None],
@@ -343,49 +284,6 @@ def breakdown_panels(
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, max(1, len(labels))))
 
 
-# -- HAERAE-Vision ----------------------------------------------------------------------------------------
-
-
-OVERALL = "(overall)"
-
-
-def original_vs_explicit(
-    fig: Any,
-    categories: Sequence[str],
-    runs: Sequence[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]],
-    errors: Sequence[Mapping[str, Any]] = (),
-) -> None:
-    """Per category, per run: a hollow marker at the original-question score, a filled one at the
-    explicit-question score and an arrow between them (the under-specification gap). `errors[i]` maps
-    a category (or `OVERALL`, drawn as the first row when it is one of the categories) to the run's
-    (original, explicit) error-bar half-widths."""
-    ax = fig.subplots()
-    step = 0.7 / max(1, len(runs))
-    for index, (label, colour, original, explicit) in enumerate(runs):
-        run_errors = errors[index] if index < len(errors) else {}
-        for c, category in enumerate(categories):
-            y = len(categories) - 1 - c + ((len(runs) - 1) / 2 - index) * step
-            o, e = _number(original.get(category)), _number(explicit.get(category))
-            if o is not None and e is not None and o != e:
-                ax.annotate("", xy=(e, y), xytext=(o, y), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.2})
-            o_error, e_error = (run_errors.get(category) or (None, None))[:2]
-            for value, half_width in ((o, _number(o_error)), (e, _number(e_error))):
-                if value is not None and half_width is not None:
-                    ax.errorbar([value], [y], xerr=[half_width], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2)
-            if o is not None:
-                ax.plot([o], [y], marker="o", markerfacecolor="white", markeredgecolor=colour, linestyle="none")
-            if e is not None:
-                ax.plot([e], [y], marker="o", color=colour, linestyle="none")
-        ax.plot([], [], marker="o", color=colour, linestyle="-", label=label)
-    ax.plot([], [], marker="o", markerfacecolor="white", markeredgecolor="#444444", linestyle="none", label="original question")
-    ax.plot([], [], marker="o", color="#444444", linestyle="none", label="explicit question")
-    ax.set_yticks(range(len(categories)), list(categories)[::-1])
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel("judge score (0-1)")
-    ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-
 # -- cost and health ----------------------------------------------------------------------------------------
 
 
@@ -396,7 +294,7 @@ def grouped_counts(fig: Any, panels: Sequence[tuple[str, Sequence[str], Sequence
         height = 0.8 / max(1, len(parts))
         for index, (name, colour, values) in enumerate(parts):
             ys = [len(labels) - 1 - r + ((len(parts) - 1) / 2 - index) * height for r in range(len(labels))]
-            ax.barh(ys, [_number(v) or 0.0 for v in values], height=height * 0.9, color=colour, label=name)
+            ax.barh(ys, [number(v) or 0.0 for v in values], height=height * 0.9, color=colour, label=name)
         ax.set_yticks(range(len(labels)), list(labels)[::-1])
         ax.set_title(title)
         ax.grid(axis="y", visible=False)
@@ -406,17 +304,16 @@ def grouped_counts(fig: Any, panels: Sequence[tuple[str, Sequence[str], Sequence
 __all__ = [
     "INSTALL_HINT",
     "MissingGlyphWarning",
-    "OVERALL",
     "Plot",
     "ReportDependencyError",
     "breakdown_panels",
+    "error_bars",
     "font_families",
     "korean_font_file",
+    "number",
     "grouped_bars",
-    "original_vs_explicit",
     "render",
     "require_matplotlib",
     "run_colour",
     "grouped_counts",
-    "vlm2_subtasks",
 ]

@@ -16,9 +16,9 @@ NA = "N/A"
 NONE = "–"
 
 # decimals per kind of number
-SCORE = 2  # 0-100 scores (VLM2-Bench, breakdowns, unrounded pass@k)
-OFFICIAL = 1  # HumanEval-V's officially rounded pass@k / parse_success_rate / description_rate
-UNIT = 4  # 0-1 scores (HAERAE-Vision)
+SCORE = 2  # 0-100 scores (subtask scores, breakdowns, unrounded pass@k)
+OFFICIAL = 1  # as an official scorer rounds them: pass@k / parse_success_rate / description_rate
+UNIT = 4  # 0-1 scores (judged means)
 SECONDS = 3
 COUNT = 0
 
