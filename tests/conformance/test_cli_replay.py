@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils import compat
+from lmms_tasks.utils.commands.tasks import vlm2_kinds
+from lmms_tasks.utils.services.taskconfig import task_config
 from lmms_tasks.utils.testing import patched
 from lmms_tasks.utils.testing.cases import haerae_vision as hv_cases
 from lmms_tasks.utils.testing.cases import humaneval_v as hev_cases
@@ -28,6 +29,8 @@ from lmms_tasks.utils.testing.cases import humaneval_v1 as hev1_cases
 from lmms_tasks.utils.testing.cases import vlm2_bench as vlm2_cases
 from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, RunResult, offline_env, run_lmms_eval
 from lmms_tasks.utils.testing.openai_server import StandInServer
+
+KINDS = vlm2_kinds()  # each subtask's kind, as its YAML declares it
 
 pytestmark = pytest.mark.e2e
 
@@ -89,8 +92,8 @@ def vlm2(replay: Any) -> dict[str, Any]:
     run, judge_requests, fixtures = replay("vlm2")
     from lmms_tasks.utils.vlm2_bench.data import load_docs
 
-    docs = {s: {d["q_id"]: d for d in load_docs(s, fixtures.root)} for s in vlm2_cases.subtasks() if s != "pc_vid"}
-    docs["pc_vid"] = {d["vid"]: d for d in load_docs("pc_vid", fixtures.root)}
+    docs = {s: {d["q_id"]: d for d in load_docs(s, fixtures.root, kind=KINDS[s])} for s in vlm2_cases.subtasks() if s != "pc_vid"}
+    docs["pc_vid"] = {d["vid"]: d for d in load_docs("pc_vid", fixtures.root, kind=KINDS["pc_vid"])}
     return {"run": run, "docs": docs, "judge_requests": judge_requests}
 
 

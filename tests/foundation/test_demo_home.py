@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 
-
 @pytest.mark.e2e
 def test_the_demo_writes_nothing_outside_its_work_dir(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from lmms_tasks.utils.testing.demo import DEMO_MODELS
 from lmms_tasks.utils.services.records import recorded_dir
+from lmms_tasks.utils.testing.demo import DEMO_MODELS
 from lmms_tasks.utils.testing.e2e import RunResult
 from lmms_tasks.utils.testing.fixtures import humaneval_v1 as fx
 

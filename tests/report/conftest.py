@@ -158,7 +158,7 @@ def gc_samples(pair_scores: list[int], q_prefix: str = "q") -> list[dict[str, An
     lines = []
     for pair, score in enumerate(pair_scores):
         for second in (0, 1):
-            item = {"subtask": "gc_mat", "doc_index": 2 * pair + second, "q_id": f"{q_prefix}{2 * pair + second}", "response": "T"}
+            item = {"subtask": "gc_mat", "kind": "tf_gc", "doc_index": 2 * pair + second, "q_id": f"{q_prefix}{2 * pair + second}", "response": "T"}
             if not second:
                 item["score"] = score
             lines.append({"doc_id": 2 * pair + second, "vlm2_score": item, "tf_pair_acc": dict(item)})

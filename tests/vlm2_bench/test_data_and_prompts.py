@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from lmms_tasks.utils.commands.tasks import vlm2_kinds
 from lmms_tasks.utils.services.data import DataError, MediaError
 from lmms_tasks.utils.testing.fixtures import vlm2_bench as fixture
 from lmms_tasks.utils.testing.media import colour_for
 from lmms_tasks.utils.vlm2_bench import hooks, video
 from lmms_tasks.utils.vlm2_bench.data import load_docs
 from lmms_tasks.utils.vlm2_bench.messages import messages, user_text
+
+KINDS = vlm2_kinds()  # each subtask's kind, as its YAML declares it
 
 
 @pytest.fixture
@@ -33,7 +36,7 @@ def _mean(image) -> tuple[int, int, int]:
 
 
 def test_documents_carry_ids_gt_and_absolute_image_paths(release) -> None:
-    docs = load_docs("oc_cnt")
+    docs = load_docs("oc_cnt", kind=KINDS["oc_cnt"])
     assert [d["q_id"] for d in docs] == ["cnt1", "cnt2", "cnt3", "cnt4", "cnt5"]
     # L: image_seq_len, else len(image_seq), else 2 (official counting scorer)
     assert [d["image_len"] for d in docs] == [4, 3, 4, 2, 2]
@@ -45,7 +48,7 @@ def test_documents_carry_ids_gt_and_absolute_image_paths(release) -> None:
 
 def test_messages_hold_the_images_in_record_order_then_the_newline_question(release) -> None:
     for subtask in ("gc_mat", "oc_grp", "pc_cpr"):
-        for doc, record in zip(load_docs(subtask), release.records[subtask]):
+        for doc, record in zip(load_docs(subtask, kind=KINDS[subtask]), release.records[subtask]):
             content = messages(doc)[0]["content"]
             assert [part["type"] for part in content] == ["image"] * len(record["images"]) + ["text"]
             assert content[-1]["text"] == "\n" + record["question"]
@@ -55,7 +58,7 @@ def test_messages_hold_the_images_in_record_order_then_the_newline_question(rele
 
 
 def test_video_prompt_has_no_leading_newline_and_carries_the_sampled_frames(release) -> None:
-    docs = {d["vid"]: d for d in load_docs("pc_vid")}
+    docs = {d["vid"]: d for d in load_docs("pc_vid", kind=KINDS["pc_vid"])}
     aba = docs["UNI_ABA_0002"]
     assert user_text(aba) == release.records["pc_vid"][1]["question"]
     content = messages(aba)[0]["content"]
@@ -87,29 +90,29 @@ def test_frame_indices_and_resize() -> None:
 def test_video_jsonl_spelling_vanilla_is_accepted_and_neither_is_an_error(release) -> None:
     root = release.root
     (root / "jsonl/pc/vallina/pc_v_open-ended.jsonl").rename(root / "jsonl/pc/vanilla/pc_v_open-ended.jsonl")
-    assert [d["vid"] for d in load_docs("pc_vid")] == list(fixture.VIDEOS)
+    assert [d["vid"] for d in load_docs("pc_vid", kind=KINDS["pc_vid"])] == list(fixture.VIDEOS)
     (root / "jsonl/pc/vanilla/pc_v_open-ended.jsonl").unlink()
     with pytest.raises(DataError, match="vallina.*vanilla"):
-        load_docs("pc_vid")
+        load_docs("pc_vid", kind=KINDS["pc_vid"])
 
 
 def test_missing_image_names_the_record(release) -> None:
     record = release.records["oc_cpr"][2]
     (release.root / "data/oc/original_obj" / record["images"][1]).unlink()
     with pytest.raises(DataError, match=r"vlm2_bench oc_cpr: .*oc_cpr\.jsonl:3 \(q_id='2_p'\): field 'images' \[1\] image file not found"):
-        load_docs("oc_cpr")
+        load_docs("oc_cpr", kind=KINDS["oc_cpr"])
 
 
 def test_missing_video_names_the_vid(release) -> None:
     (release.root / "data/pc/video/UNI/UNI_AB_0001.mp4").unlink()
     with pytest.raises(DataError, match=r"vlm2_bench pc_vid: .*pc_v_open-ended\.jsonl:1 \(vid='UNI_AB_0001'\): field 'vid': video not found"):
-        load_docs("pc_vid")
+        load_docs("pc_vid", kind=KINDS["pc_vid"])
 
 
 def test_video_found_with_a_later_extension(release) -> None:
     src = release.root / "data/pc/video/UNI/UNI_AB_0001.mp4"
     src.rename(src.with_suffix(".mov"))
-    doc = next(d for d in load_docs("pc_vid") if d["vid"] == "UNI_AB_0001")
+    doc = next(d for d in load_docs("pc_vid", kind=KINDS["pc_vid"]) if d["vid"] == "UNI_AB_0001")
     assert doc["video_path"].endswith(".mov")
     assert len(messages(doc)[0]["content"]) == 5
 
@@ -119,45 +122,45 @@ def test_records_with_fewer_than_two_images_are_skipped_as_officially(release) -
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[0]["images"] = rows[0]["images"][:1]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert [d["doc_index"] for d in load_docs("gc_trk")] == [1, 2, 3]
+    assert [d["doc_index"] for d in load_docs("gc_trk", kind=KINDS["gc_trk"])] == [1, 2, 3]
 
 
 def test_malformed_jsonl_names_file_and_line(release) -> None:
     path = release.root / "jsonl/pc/vanilla/pc_grp.jsonl"
     path.write_text(path.read_text() + "{broken\n")
     with pytest.raises(DataError, match=r"pc_grp.jsonl:3"):
-        load_docs("pc_grp")
+        load_docs("pc_grp", kind=KINDS["pc_grp"])
 
 
 def test_unset_and_bad_data_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLM2_BENCH_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(DataError, match="VLM2_BENCH_DATA"):
-        load_docs("gc_mat")
+        load_docs("gc_mat", kind=KINDS["gc_mat"])
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("VLM2_BENCH_DATA", str(tmp_path / "empty"))
     with pytest.raises(DataError, match="no jsonl/ directory"):
-        load_docs("gc_mat")
+        load_docs("gc_mat", kind=KINDS["gc_mat"])
 
 
 def test_release_wrapped_in_one_extra_folder_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fixture.write(tmp_path / "outer" / "vlm2-bench")
     monkeypatch.setenv("VLM2_BENCH_DATA", str(tmp_path / "outer"))
-    assert len(load_docs("pc_grp")) == 2
+    assert len(load_docs("pc_grp", kind=KINDS["pc_grp"])) == 2
 
 
 def test_process_results_items_are_json_friendly_and_carry_what_aggregation_needs(release) -> None:
-    doc = load_docs("pc_cnt")[0]
+    doc = load_docs("pc_cnt", kind=KINDS["pc_cnt"])[0]
     out = hooks.process_results(doc, ["  two, one  "])
-    assert set(out) == set(hooks.metric_names("pc_cnt")) and "vlm2_score" in out
+    assert set(out) == set(hooks.metric_names("cnt")) and "vlm2_score" in out
     item = out["vlm2_score"]
     assert json.loads(json.dumps(item)) == item
     assert item == {
-        "task": "vlm2_bench_pc_cnt", "subtask": "pc_cnt", "doc_index": 0, "q_id": "pcnt1", "gt": 2,
+        "task": "vlm2_bench_pc_cnt", "subtask": "pc_cnt", "kind": "cnt", "doc_index": 0, "q_id": "pcnt1", "gt": 2,
         "response": "two, one", "image_len": 4, "parsed": 3,
     }  # fmt: skip
-    vid = hooks.process_results(load_docs("pc_vid")[1], ["desc"])["vlm2_score"]
+    vid = hooks.process_results(load_docs("pc_vid", kind=KINDS["pc_vid"])[1], ["desc"])["vlm2_score"]
     assert (vid["vid"], vid["type"], vid["response"]) == ("UNI_ABA_0002", "ABA", "desc")
-    assert "vlm2_img8_score" not in hooks.process_results(load_docs("pc_vid")[0], ["x"])
+    assert "vlm2_img8_score" not in hooks.process_results(load_docs("pc_vid", kind=KINDS["pc_vid"])[0], ["x"])
 
 
 def test_non_integer_count_gt_names_the_record(release) -> None:
@@ -166,13 +169,13 @@ def test_non_integer_count_gt_names_the_record(release) -> None:
     rows[1]["gt_answer"] = "three"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataError, match=r"vlm2_bench oc_cnt: .*oc_cnt\.jsonl:2 \(q_id='cnt2'\): field 'gt_answer' must be an integer"):
-        load_docs("oc_cnt")
+        load_docs("oc_cnt", kind=KINDS["oc_cnt"])
 
 
 def test_unreadable_image_names_the_record(release) -> None:
     from lmms_tasks.utils.vlm2_bench.messages import visuals
 
-    doc = load_docs("pc_grp")[0]
+    doc = load_docs("pc_grp", kind=KINDS["pc_grp"])[0]
     Path(doc["images"][0]).write_bytes(b"not an image")
     with pytest.raises(MediaError, match=r"pc_grp record 'pgrp1': cannot read image"):
         visuals(doc)  # after the load-time checks: the evaluation fails (exit 4), not a data error (exit 1)
@@ -181,7 +184,7 @@ def test_unreadable_image_names_the_record(release) -> None:
 def test_undecodable_video_names_the_vid(release) -> None:
     from lmms_tasks.utils.vlm2_bench.messages import visuals
 
-    doc = load_docs("pc_vid")[0]
+    doc = load_docs("pc_vid", kind=KINDS["pc_vid"])[0]
     Path(doc["video_path"]).write_bytes(b"\x00" * 64)
     with pytest.raises(MediaError, match=r"pc_vid record 'UNI_AB_0001'"):
         visuals(doc)
@@ -192,7 +195,7 @@ def test_count_image_length_comes_from_image_seq_len_then_image_seq_then_2(tmp_p
     from lmms_tasks.utils.testing.cases import vlm2_bench as cases
 
     fixtures = cases.write(tmp_path / "release")
-    docs = {d["q_id"]: d for d in load_docs("oc_cnt", fixtures.root)}
+    docs = {d["q_id"]: d for d in load_docs("oc_cnt", fixtures.root, kind=KINDS["oc_cnt"])}
     expected = {c.q_id: c.extra.get("image_seq_len") or len(c.extra.get("image_seq") or []) or 2 for c in cases.COUNT_CASES}
     assert {q: d["image_len"] for q, d in docs.items()} == expected
     assert sorted(set(expected.values())) == [1, 2, 3, 4]  # shorter than, equal to and longer than the default

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from lmms_tasks.utils.commands.tasks import vlm2_declared
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 from lmms_tasks.utils.vlm2_bench.metrics import (
     count_item_score,
@@ -21,7 +22,10 @@ from lmms_tasks.utils.vlm2_bench.metrics import (
 
 
 def _item(subtask: str, index: int, q_id: str, gt, response: str, **extra) -> dict:
-    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
+    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule) its subtask's YAML declares."""
+    declared = vlm2_declared()[subtask]
+    rule = {"strip_tf_prefix": bool(declared.get("strip_tf_prefix"))} if declared["kind"] == "tf_cpr" else {}
+    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": declared["kind"], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
 
 
 def _rank_shuffled(items: list[dict], world_size: int = 3, seed: int = 0) -> list[dict]:
@@ -88,7 +92,7 @@ def test_pc_cpr_strips_tf_prefix_but_oc_does_not() -> None:
     ]
     assert hooks.agg_tf_n_pairs(_rank_shuffled(items)) == 1
     assert hooks.agg_tf_pair_acc(_rank_shuffled(items)) == pytest.approx(100.0)
-    as_oc = [dict(item, subtask="oc_cpr") for item in items]
+    as_oc = [dict(item, subtask="oc_cpr", strip_tf_prefix=False) for item in items]  # OC-Cpr declares no prefix rule
     assert hooks.agg_tf_n_pairs(as_oc) == 0  # "tf_1_p" -> main "tf", suffix "1_p": skipped
     assert hooks.agg_tf_pair_acc(as_oc) == 0.0
 

@@ -27,10 +27,10 @@ NEW = "gc_new"
 # The three additions, each as a developer would write it.
 NEW_YAML = f"""task: vlm2_bench_{NEW}
 tag: vlm2_bench_gc_tasks
-dataset_kwargs: {{subtask: {NEW}}}
+dataset_kwargs: {{subtask: {NEW}, kind: tf_gc}}
 include: [../yaml_templates/vlm2_bench_tf_gc, _default_template_yaml]
 """
-NEW_TABLE_ROW = f"{NEW},gc,tf_gc,GC-New,code/gc/test/test_res/test_new,code/gc/eval/eval_tf_batch_pair_3acc.py" + "," * 11 + "\n"
+NEW_TABLE_ROW = f"{NEW},gc,yes,GC-New,code/gc/test/test_res/test_new,code/gc/eval/eval_tf_batch_pair_3acc.py" + "," * 11 + "\n"
 NEW_FIXTURE_ROW = f'    "{NEW}": [("gcn1", "T", 2, {{}}), ("gcn1", "F", 2, {{}}), ("gcn2", "T", 2, {{}}), ("gcn2", "F", 2, {{}})],\n'
 SPEC_OPENING = "_SPEC: dict[str, list[tuple[Any, Any, int, dict[str, Any]]]] = {\n"
 # The new subtask's replies: pair gcn1 right, pair gcn2 wrong (its F answered T): pair accuracy 50.
@@ -88,7 +88,7 @@ def test_a_new_subtask_is_its_yaml_one_table_row_and_one_fixture_row(tmp_path: P
     task = f"vlm2_bench_{NEW}"
     assert len(asked) == 4 and len(run.samples[task]) == 4
     config = run.results["configs"][task]
-    assert config["dataset_kwargs"] == {"subtask": NEW}
+    assert config["dataset_kwargs"] == {"subtask": NEW, "kind": "tf_gc"}
     assert "jsonl/gc/vanilla/gc_new.jsonl" in config["metadata"]["data_source"]["files"]  # what the shared loader read, recorded
     assert run.metric(task, "vlm2_score") == 50.0 and run.metric(task, "tf_n_pairs") == 2
     assert sorted(run.results["group_subtasks"]["vlm2_bench_gc"]) == ["vlm2_bench_gc_mat", f"vlm2_bench_{NEW}", "vlm2_bench_gc_trk"]

@@ -13,11 +13,15 @@ import random
 
 import pytest
 
+from lmms_tasks.utils.commands.tasks import vlm2_declared
 from lmms_tasks.utils.vlm2_bench import hooks
 
 
 def _item(subtask: str, index: int, q_id: str, gt, response: str, **extra) -> dict:
-    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
+    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule) its subtask's YAML declares."""
+    declared = vlm2_declared()[subtask]
+    rule = {"strip_tf_prefix": bool(declared.get("strip_tf_prefix"))} if declared["kind"] == "tf_cpr" else {}
+    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": declared["kind"], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
 
 
 def _se(values: list[float]) -> float:
@@ -36,7 +40,7 @@ def _documents(items: list[dict]) -> list[dict]:
 def _clt(items: list[dict], metric: str) -> float | str:
     """lmms-eval 0.7.3's `<metric>_stderr_clt` after the batch step: SD (ddof=1) / sqrt(n) over the metric's
     items that carry the task's score_key (`vlm2_score`); "N/A" for fewer than two."""
-    names = hooks.metric_names(items[0]["subtask"])
+    names = hooks.metric_names(items[0]["kind"])
     documents = hooks.score_batch([{name: json.loads(json.dumps(item)) for name in names} for item in items])
     scores = [d[metric]["vlm2_score"] for d in documents if "vlm2_score" in d[metric]]
     return _se(scores) if len(scores) > 1 else "N/A"

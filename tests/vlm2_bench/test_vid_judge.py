@@ -20,6 +20,7 @@ def _item(index: int, vid: str, response: str) -> dict:
     return {
         "task": "vlm2_bench_pc_vid",
         "subtask": "pc_vid",
+        "kind": "vid",
         "doc_index": index,
         "q_id": "",
         "gt": "",

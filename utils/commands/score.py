@@ -28,12 +28,11 @@ from typing import Any
 from lmms_tasks import tasks_path
 from lmms_tasks.utils.commands.report.runs import ReportInputError, output_path_of, read_results_file, records_dir
 from lmms_tasks.utils.commands.tasks import benchmark_of
-from lmms_tasks.utils.services import stats
+from lmms_tasks.utils.services import records, stats
 from lmms_tasks.utils.services import status as run_status
 from lmms_tasks.utils.services.data import iter_jsonl
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.services import records
 from lmms_tasks.utils.services.records import RECORDS_KEY
 from lmms_tasks.utils.services.taskconfig import task_config, task_metadata, task_yaml_path
 

@@ -42,6 +42,18 @@ def declared_variants(benchmark: str, keys: tuple[str, ...]) -> dict[tuple[Any, 
     return found
 
 
+@functools.cache
+def vlm2_declared() -> dict[str, dict[str, Any]]:
+    """VLM2-Bench subtask -> the `dataset_kwargs` its task's YAML declares (`{subtask: pc_cpr, kind: tf_cpr,
+    strip_tf_prefix: true}`), for the commands and the test fixtures (the hooks read them from the documents)."""
+    return {subtask: dict(task_config(task).get("dataset_kwargs") or {}) for (subtask,), task in declared_variants("vlm2_bench", ("subtask",)).items()}
+
+
+def vlm2_kinds() -> dict[str, str]:
+    """VLM2-Bench subtask -> the kind its YAML declares."""
+    return {subtask: str(kwargs.get("kind")) for subtask, kwargs in vlm2_declared().items()}
+
+
 def benchmark_of(task_name: str, root: str | None = None) -> str | None:
     """The benchmark whose folder declares the task (the top-level folder of the include root holding its
     YAML, one of `BENCHMARKS`), or None for a task that is not one of ours. Commands ask this, never the name."""
@@ -98,10 +110,7 @@ def _task_entry(name: str, benchmark: str) -> Entry:
         prior = "a humaneval_v_v2t run (HUMANEVAL_V_DESCRIPTIONS)" if setting == "t2c" else ""
         input_kind = "text only" if setting in SETTINGS and not SETTINGS[setting][1] else "images"  # the table's diagram column (v1 shows its image)
     elif benchmark == "vlm2_bench":
-        from lmms_tasks.utils.vlm2_bench import SUBTASKS, TASK_PREFIX
-
-        family_kind = SUBTASKS.get(name.removeprefix(TASK_PREFIX))  # the subtask table's kind
-        input_kind = "video frames" if family_kind is not None and family_kind[1] == "vid" else "images"
+        input_kind = "video frames" if (config.get("dataset_kwargs") or {}).get("kind") == "vid" else "images"  # as its YAML declares
     judge = f"with HUMANEVAL_V_STRONG_CODER=1: {JUDGE_KEY}" if coder else (JUDGE_KEY if judged else "")
     execution = f"{OPT_IN} (with the strong coder)" if coder else (OPT_IN if executes else "")
     return Entry(name, "task", benchmark, [], input_kind, judge, execution, prior)

@@ -282,9 +282,9 @@ def run_in_process(command: Sequence[str], output_dir: Path, *, env: Mapping[str
     exit status as the shell sees it, `accelerate launch`, start-up imports) is tested through `run_command`."""
     import importlib
 
+    import lmms_eval.__main__ as cli
     from loguru import logger
 
-    import lmms_eval.__main__ as cli
     from lmms_tasks.utils.compat.exit_status import note_error, summary_lines
     from lmms_tasks.utils.services import status
 

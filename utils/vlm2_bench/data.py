@@ -16,7 +16,7 @@ from typing import Any
 from lmms_tasks.utils.services import schema
 from lmms_tasks.utils.services.data import DataError, DataSource, iter_jsonl, release_root
 from lmms_tasks.utils.services.logging import logger
-from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
+from lmms_tasks.utils.vlm2_bench import KINDS, SUBTASKS, task_name
 
 # The HF repository's history contains "delete dataset for updated version" commits, so a commit sha
 # should be pinned here; none could be verified offline, so this follows the repository's main branch
@@ -46,16 +46,15 @@ def dataset_root(source: DataSource = SOURCE) -> Path:
     raise DataError(f"{source.describe()}: no jsonl/ directory under {root} (expected the VLM2-Bench release layout)")
 
 
-def question_file(root: Path, subtask: str) -> Path:
-    """The JSONL of one subtask; for pc_vid whichever of the two directory spellings exists."""
-    if subtask == "pc_vid":
+def question_file(root: Path, subtask: str, kind: str) -> Path:
+    """The JSONL of one subtask; for the video kind (pc_vid) whichever of the two directory spellings exists."""
+    if kind == "vid":
         candidates = [root / rel for rel in VIDEO_JSONL_CANDIDATES]
         for path in candidates:
             if path.is_file():
                 return path
         raise DataError(f"vlm2_bench pc_vid: question file not found; tried {candidates[0]} and {candidates[1]}")
-    family = SUBTASKS[subtask][0]
-    return root / "jsonl" / family / "vanilla" / f"{subtask}.jsonl"
+    return root / "jsonl" / SUBTASKS[subtask] / "vanilla" / f"{subtask}.jsonl"
 
 
 def find_video(root: Path, vid: str) -> Path | None:
@@ -113,21 +112,25 @@ def fields(kind: str) -> list[schema.Field]:
     return found
 
 
-def load_docs(subtask: str, root: Path | None = None, check_media: bool = True) -> list[dict[str, Any]]:
+def load_docs(subtask: str, root: Path | None = None, check_media: bool = True, *, kind: str, strip_tf_prefix: bool = False) -> list[dict[str, Any]]:
     """The subtask's documents in file order, every record checked (fields, types, media present and
     readable) before any request; errors name the file, line, record and field.
 
     Image records with fewer than two images are left out, as the official inference scripts skip them.
     `check_media=False` (scoring saved answers, which needs no pixels: `score --from-official`) skips the
     image checks and accepts a missing video (its `video_path` is then "").
+    `kind` and `strip_tf_prefix`: as the subtask's YAML declares them (`dataset_kwargs`), stamped into every
+    document for the hooks.
     """
     if subtask not in SUBTASKS:
         raise DataError(f"unknown VLM2-Bench subtask {subtask!r}; expected one of {sorted(SUBTASKS)}")
+    if kind not in KINDS:
+        raise DataError(f"vlm2_bench {subtask}: dataset_kwargs.kind is {kind!r}; expected one of {list(KINDS)}")
     root = root or dataset_root()
-    path = question_file(root, subtask)
+    path = question_file(root, subtask, kind)
     numbered = list(iter_jsonl(path))
     records = [record for _, record in numbered]
-    family, kind = SUBTASKS[subtask]
+    family = SUBTASKS[subtask]
     id_field = "vid" if kind == "vid" else "q_id"
     benchmark = f"vlm2_bench {subtask}"
     try:
@@ -143,6 +146,8 @@ def load_docs(subtask: str, root: Path | None = None, check_media: bool = True) 
         doc: dict[str, Any] = {
             "task": task_name(subtask),
             "subtask": subtask,
+            "kind": kind,  # declared in the subtask's YAML: the hooks read it here
+            "strip_tf_prefix": bool(strip_tf_prefix),
             "doc_index": index,
             "q_id": _q_id(record.get("q_id")),
             "question": str(record["question"]),

@@ -33,7 +33,7 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, SUBTASKS, TASK_PREFIX, task_name
+from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, IMAGE_SUBTASKS, KINDS, SUBTASKS, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
@@ -61,7 +61,6 @@ IMG8_SCORE = "vlm2_img8_score"
 GAP = "vlm2_gap_to_human"
 EXACT_SCORE = "vlm2_exact_score"
 EXACT_IMG8_SCORE = "vlm2_exact_img8_score"
-IMAGE_SUBTASKS = tuple(s for s, (_, kind) in SUBTASKS.items() if kind != "vid")
 
 JUDGE_PROMPT_KEYS = {"AB": "vlm2bench/pc_v_judge/prompt_ab", "ABA": "vlm2bench/pc_v_judge/prompt_aba"}
 JUDGE_DEFAULT_MODEL = "gpt-4o"  # the official scorer's model; no temperature is set (API default), as officially
@@ -71,27 +70,35 @@ JUDGE_DEFAULTS = {"max_tokens": 300}
 # -- documents and prompts --------------------------------------------------------------------------------
 
 
-def load_subtask(metadata: Mapping[str, Any] | None = None, subtask: str | None = None, **_: Any) -> datasets.DatasetDict:
+def load_subtask(
+    metadata: Mapping[str, Any] | None = None, subtask: str | None = None, kind: Any = None, strip_tf_prefix: Any = False, **_: Any
+) -> datasets.DatasetDict:
     """The `custom_dataset` of every subtask (the shared template names it): lmms-eval calls it with the task's
-    `metadata` and its `dataset_kwargs`, where the subtask's YAML names the subtask (`{subtask: gc_mat}`)."""
+    `metadata` and its `dataset_kwargs`, where the subtask's YAML declares the subtask, its kind and, for PC-Cpr,
+    `strip_tf_prefix` (`{subtask: pc_cpr, kind: tf_cpr, strip_tf_prefix: true}`): the one place lmms-eval hands a
+    task's own values to a hook before `process_results` (which gets only the document), so they are stamped
+    into the documents."""
     if subtask not in SUBTASKS:
         raise DataError(f"vlm2_bench: dataset_kwargs.subtask is {subtask!r}; a VLM2-Bench task names one of the table's subtasks {sorted(SUBTASKS)}")
-    return dataset_for(subtask)(metadata=metadata)
+    if kind not in KINDS:
+        raise DataError(f"{task_name(subtask)}: dataset_kwargs.kind is {kind!r}; expected one of {list(KINDS)}")
+    if not isinstance(strip_tf_prefix, bool):
+        raise DataError(f"{task_name(subtask)}: dataset_kwargs.strip_tf_prefix is {strip_tf_prefix!r}; expected true or false")
+    return dataset_for(subtask, kind, strip_tf_prefix)(metadata=metadata)
 
 
-def dataset_for(subtask: str) -> Callable[..., datasets.DatasetDict]:
-    """The loader of one subtask (as its YAML declares it; its kind is the subtask table's): its checked
-    documents, loaded when the task loads."""
+def dataset_for(subtask: str, kind: str, strip_tf_prefix: bool = False) -> Callable[..., datasets.DatasetDict]:
+    """The loader of one subtask, as its YAML declares it: its checked documents, loaded when the task loads."""
     if subtask not in SUBTASKS:
         raise ValueError(f"not a VLM2-Bench subtask: {subtask!r}")
     task = task_name(subtask)
 
     def build(metadata: dict[str, Any]) -> list[dict[str, Any]]:
         warn_about_model_args(task)
-        if SUBTASKS[subtask][1] == "vid" and not inspecting(metadata):
+        if kind == "vid" and not inspecting(metadata):
             max_share()  # a malformed LMMS_TASKS_UNPARSED_MAX_SHARE stops the run before any inference
-        docs = load_docs(subtask)
-        if SUBTASKS[subtask][1] == "vid" and not inspecting(metadata):  # the judge's preflight after the data check (no network needed)
+        docs = load_docs(subtask, kind=kind, strip_tf_prefix=strip_tf_prefix)
+        if kind == "vid" and not inspecting(metadata):  # the judge's preflight after the data check (no network needed)
             from lmms_tasks.utils.services.llm_judge.judge import announce
 
             announce(judge_config(task, metadata), task)
@@ -155,18 +162,19 @@ _METRICS: dict[str, tuple[str, ...]] = {
 }
 
 
-def metric_names(subtask: str) -> tuple[str, ...]:
-    return _METRICS[SUBTASKS[subtask][1]]
+def metric_names(kind: str) -> tuple[str, ...]:
+    """The metrics of a kind's template (yaml_templates/vlm2_bench_<kind>): each gets the document's item."""
+    return _METRICS[kind]
 
 
 def process_results(doc: Item, results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """One item per document, repeated under every metric name of its subtask."""
-    subtask = str(doc["subtask"])
-    kind = SUBTASKS[subtask][1]
+    subtask, kind = str(doc["subtask"]), str(doc["kind"])
     response = str(results[0] if results else "").strip()
     item: dict[str, Any] = {
         "task": doc["task"],
         "subtask": subtask,
+        "kind": kind,
         "doc_index": int(doc["doc_index"]),
         "q_id": doc.get("q_id"),
         "gt": doc.get("gt"),
@@ -174,6 +182,8 @@ def process_results(doc: Item, results: Sequence[str]) -> dict[str, dict[str, An
     }
     if kind in ("tf_gc", "tf_cpr"):
         item["parsed"] = parse_tf(response)
+        if kind == "tf_cpr":
+            item["strip_tf_prefix"] = bool(doc.get("strip_tf_prefix"))
     elif kind == "cnt":
         item["image_len"] = int(doc["image_len"])
         item["parsed"] = parse_count(response)
@@ -182,7 +192,7 @@ def process_results(doc: Item, results: Sequence[str]) -> dict[str, dict[str, An
     else:
         item["vid"] = doc["vid"]
         item["type"] = vid_type(str(doc["vid"]))
-    return {name: item for name in metric_names(subtask)}
+    return {name: item for name in metric_names(kind)}
 
 
 # -- aggregation ----------------------------------------------------------------------------------------
@@ -195,11 +205,21 @@ def _subtask_of(items: Sequence[Item]) -> str | None:
     return next(iter(subtasks), None)
 
 
+def _kind_of(items: Sequence[Item]) -> str | None:
+    """The kind the items' subtask declares (each item carries it); None without items."""
+    _subtask_of(items)
+    return next((str(item["kind"]) for item in items), None)
+
+
+def _strip_tf_prefix(items: Sequence[Item]) -> bool:
+    """Whether the subtask's YAML declares PC-Cpr's q_id prefix rule (each item carries it)."""
+    return any(bool(item.get("strip_tf_prefix")) for item in items)
+
+
 def _pairs(items: Sequence[Item], exact: bool = False):
-    subtask = _subtask_of(items)
-    if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
+    if _kind_of(items) == "tf_gc":
         return gc_pair_counts(items, exact=exact)
-    return cpr_pair_counts(items, strip_tf_prefix=subtask == "pc_cpr")
+    return cpr_pair_counts(items, strip_tf_prefix=_strip_tf_prefix(items))
 
 
 def agg_tf_pair_acc(items: Sequence[Item]) -> float:
@@ -401,10 +421,9 @@ def agg_vid_judge_failed(items: Sequence[Item]) -> int:
 
 def subtask_score(items: Sequence[Item]) -> float:
     """The number that enters the paper's Table 1 for this subtask (pair acc / norm score / acc / VID)."""
-    subtask = _subtask_of(items)
-    if subtask is None:
+    kind = _kind_of(items)
+    if kind is None:
         return 0.0
-    kind = SUBTASKS[subtask][1]
     if kind in ("tf_gc", "tf_cpr"):
         return agg_tf_pair_acc(items)
     if kind == "cnt":
@@ -417,8 +436,7 @@ def subtask_score(items: Sequence[Item]) -> float:
 def exact_subtask_score(items: Sequence[Item]) -> float:
     """The subtask's number in the paper's exact-match mode: GC pairs by exact "T"/"F" equality (official GC
     scorer), every other subtask as `subtask_score`."""
-    subtask = _subtask_of(items)
-    if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
+    if _kind_of(items) == "tf_gc":
         return agg_gc_exact_pair_acc(items)
     return subtask_score(items)
 
@@ -449,19 +467,17 @@ def _pair_unit(pair: Pair) -> Unit:
 
 
 def _tf_pairs(items: Sequence[Item], exact: bool = False) -> list[Pair]:
-    subtask = _subtask_of(items)
-    if subtask is not None and SUBTASKS[subtask][1] == "tf_gc":
+    if _kind_of(items) == "tf_gc":
         return gc_pairs(items, exact=exact)
-    return cpr_pairs(items, strip_tf_prefix=subtask == "pc_cpr")
+    return cpr_pairs(items, strip_tf_prefix=_strip_tf_prefix(items))
 
 
 def units(items: Sequence[Item], exact: bool = False) -> list[Unit]:
     """The units of the subtask's score (`exact`: GC pairs by the official exact match), in file order."""
     items = list(items)
-    subtask = _subtask_of(items)
-    if subtask is None:
+    kind = _kind_of(items)
+    if kind is None:
         return []
-    kind = SUBTASKS[subtask][1]
     if kind in ("tf_gc", "tf_cpr"):
         return sorted((_pair_unit(p) for p in _tf_pairs(items, exact)), key=lambda u: u.doc_index)
     if kind == "cnt":  # answers the official scorer excludes (unparseable, out of range, no gt) are no unit
@@ -533,7 +549,7 @@ def score_batch(results: Sequence[Mapping[str, Any]], args: Any = None, repeat: 
     items = [r[SCORE] for r in results if SCORE in r]
     if not items:
         return results
-    if _subtask_of(items) is not None and SUBTASKS[_subtask_of(items)][1] == "vid":
+    if _kind_of(items) == "vid":
         verdicts = judge_vid(items, args, output_dir=_repeat_output_dir(args, repeat, metadata_of(config)), check=repeat is None, metadata=metadata_of(config))
         if repeat is None:  # every metric aggregates its own items: each carries the verdict
             for result in results:

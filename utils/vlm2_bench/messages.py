@@ -15,7 +15,6 @@ from PIL import Image
 
 from lmms_tasks.utils.services.data import DataError, MediaError
 from lmms_tasks.utils.services.prompts import prompt
-from lmms_tasks.utils.vlm2_bench import SUBTASKS
 from lmms_tasks.utils.vlm2_bench.video import sample_frames
 
 USER_TEXT_KEY = "vlm2bench/official_inference/user_text_template"
@@ -24,8 +23,8 @@ Doc = Mapping[str, Any]
 
 
 def _is_video(doc: Doc) -> bool:
-    """Whether the document's subtask is of the video kind (the subtask table's `kind`)."""
-    return SUBTASKS.get(str(doc.get("subtask")), ("", ""))[1] == "vid"
+    """Whether the document's subtask is of the video kind (the `kind` its YAML declares, stamped into the document)."""
+    return doc.get("kind") == "vid"
 
 
 def user_text(doc: Doc) -> str:

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, one_line, safe_name, sample
+from lmms_tasks.utils.commands.tasks import declared_variants, vlm2_declared
 from lmms_tasks.utils.services.data import DataError, DataSource
-from lmms_tasks.utils.vlm2_bench import SUBTASKS, TABLE, TASK_PREFIX, task_name
+from lmms_tasks.utils.vlm2_bench import TABLE, task_name
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, dataset_root, load_docs, question_file
 from lmms_tasks.utils.vlm2_bench.hooks import SCORE, process_results
 from lmms_tasks.utils.vlm2_bench.parsers import parse_tf
@@ -38,6 +39,21 @@ SCORERS = {name: row.scorer for name, row in TABLE.items()}
 STD_SUFFIX = "_std"  # test_mat_std/: GC answers standardized to T/F (ours)
 
 
+_TASKS = declared_variants("vlm2_bench", ("subtask",))  # (subtask,) -> the task whose YAML declares it
+
+
+def declared(subtask: str) -> dict[str, Any]:
+    """The subtask's `dataset_kwargs` as its task's YAML declares them (`subtask`, `kind`, `strip_tf_prefix`)."""
+    found = vlm2_declared().get(subtask)
+    if found is None:
+        raise OfficialFormatError(f"no VLM2-Bench task declares dataset_kwargs.subtask {subtask!r}")
+    return found
+
+
+def kind_of(subtask: str) -> str:
+    return str(declared(subtask)["kind"])
+
+
 def _folder_subtasks() -> dict[str, list[str]]:
     """Official result folder name (and each GC folder's `_std` twin) -> the subtasks written to a folder of
     that name (OC and PC share test_cpr, test_cnt and test_grp)."""
@@ -45,7 +61,7 @@ def _folder_subtasks() -> dict[str, list[str]]:
     for name, row in TABLE.items():
         leaf = Path(row.result_folder).name
         found.setdefault(leaf, []).append(name)
-        if row.kind == "tf_gc":
+        if kind_of(name) == "tf_gc":
             found.setdefault(f"{leaf}{STD_SUFFIX}", []).append(name)
     return found
 
@@ -65,10 +81,11 @@ REQUIRED = {
 
 
 def subtask_of_task(task: str) -> str:
-    subtask = task.removeprefix(TASK_PREFIX)
-    if subtask not in SUBTASKS:
-        raise OfficialFormatError(f"--task {task!r} is not a VLM2-Bench task (one of {', '.join(task_name(s) for s in SUBTASKS)})")
-    return subtask
+    """The subtask the task's YAML declares (`dataset_kwargs.subtask`)."""
+    found = {name: subtask for (subtask,), name in _TASKS.items()}
+    if task not in found:
+        raise OfficialFormatError(f"--task {task!r} is not a VLM2-Bench task (one of {', '.join(sorted(found))})")
+    return found[task]
 
 
 def subtask_from_path(path: Path) -> str | None:
@@ -87,7 +104,7 @@ def subtask_from_path(path: Path) -> str | None:
 
 
 def _video_subtask() -> str | None:
-    return next((name for name, row in TABLE.items() if row.kind == "vid"), None)
+    return next((name for name in TABLE if kind_of(name) == "vid"), None)
 
 
 def subtask_from_records(records: list[dict[str, Any]]) -> str | None:
@@ -95,7 +112,7 @@ def subtask_from_records(records: list[dict[str, Any]]) -> str | None:
     if "vid" in first:
         return _video_subtask()
     gc = f"gc_{first.get('task')}"
-    if "edit_prompt" in first and gc in TABLE and TABLE[gc].kind == "tf_gc":
+    if "edit_prompt" in first and gc in TABLE and kind_of(gc) == "tf_gc":
         return gc
     return None
 
@@ -161,8 +178,9 @@ def _data(subtask: str, source: DataSource = SOURCE) -> tuple[list[dict[str, Any
     """The subtask's documents of `source` (no media check: scoring needs no pixels), the raw question-file
     records they index (`doc_index`), and the question file."""
     root = dataset_root(source)
-    path = question_file(root, subtask)
-    docs = load_docs(subtask, root, check_media=False)
+    kwargs = declared(subtask)
+    path = question_file(root, subtask, kwargs["kind"])
+    docs = load_docs(subtask, root, check_media=False, kind=kwargs["kind"], strip_tf_prefix=bool(kwargs.get("strip_tf_prefix")))
     with open(path, encoding="utf-8") as fh:
         raw = [json.loads(line) for line in fh if line.strip()]
     return docs, raw, path
@@ -176,7 +194,7 @@ def read(path: Path, task: str | None = None) -> Imported:
         raise OfficialFormatError(
             f"{path}: cannot tell its VLM2-Bench subtask (keep it in its official folder, e.g. {RESULT_FOLDERS['oc_cpr']}/, or pass --task vlm2_bench_<subtask>)"
         )
-    kind = SUBTASKS[subtask][1]
+    kind = kind_of(subtask)
     id_field = "vid" if kind == "vid" else "q_id"
     docs, raw, qfile = _data(subtask)
     index: dict[str, list[dict[str, Any]]] = {}
@@ -295,10 +313,10 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource = SOURCE) -> 
     written: list[Written] = []
     copied: set[str] = set()
     for run_task in run_tasks:
-        subtask = run_task.task.removeprefix(TASK_PREFIX)
-        if subtask not in SUBTASKS:
+        subtask = next((s for (s,), name in _TASKS.items() if name == run_task.task), None)  # as the task's YAML declares
+        if subtask is None:
             continue
-        kind = SUBTASKS[subtask][1]
+        kind = kind_of(subtask)
         try:
             docs, raw, qfile = _data(subtask, source)
         except DataError as exc:

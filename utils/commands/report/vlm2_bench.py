@@ -15,6 +15,7 @@ from lmms_tasks.utils.commands.report.runs import (
     metric_names,
 )
 from lmms_tasks.utils.commands.report.tables import COUNT, NONE, SCORE, Table, fmt
+from lmms_tasks.utils.commands.tasks import declared_variants
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, task_name
 from lmms_tasks.utils.vlm2_bench import published as vlm2_published
 
@@ -253,7 +254,7 @@ def section(runs: Sequence[Run], judge: Mapping[tuple[str, str], dict[str, Any]]
 
 def headline(task: str) -> Headline | None:
     """vlm2_score: a true/false subtask's unit is a question pair, every other's one item."""
-    for subtask, (_, kind) in SUBTASKS.items():
-        if task == task_name(subtask):
+    for (_, kind), name in declared_variants("vlm2_bench", ("subtask", "kind")).items():  # as the YAMLs declare
+        if task == name:
             return Headline("vlm2_score", "pair" if kind in ("tf_gc", "tf_cpr") else "item", 100.0, SCORE)
     return None

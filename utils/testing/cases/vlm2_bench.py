@@ -236,10 +236,9 @@ def script(server: Any) -> None:
 
 def verdict(item: dict[str, Any]) -> dict[str, Any]:
     """The verdict fields of one `process_results` item (from the hook directly or from a samples file)."""
-    from lmms_tasks.utils.vlm2_bench import SUBTASKS
     from lmms_tasks.utils.vlm2_bench.metrics import count_item_score
 
-    kind = SUBTASKS[str(item["subtask"])][1]
+    kind = str(item["kind"])  # the subtask's declared kind, which the hook stamps into its item
     if kind == "tf_cpr":
         return {"parsed": item["parsed"]}
     if kind == "tf_gc":
