@@ -1,5 +1,5 @@
 """Thin lmms-eval hooks for HAERAE-Vision; lmms-eval re-executes this file per `!function` tag, so all logic
-and state live in `lmms_tasks.utils.haerae_vision.hooks` (the metric template in yaml_templates/ names its
+and state live in `lmms_tasks.utils.haerae_vision.hooks` (each task's metric_list names its
 aggregations there directly)."""
 
 from __future__ import annotations

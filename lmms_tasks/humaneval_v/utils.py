@@ -1,5 +1,5 @@
 """Thin lmms-eval hooks for HumanEval-V; lmms-eval re-executes this file per `!function` tag, so all logic
-and state live in `lmms_tasks.utils.humaneval_v.hooks` (the metric templates in yaml_templates/ name their
+and state live in `lmms_tasks.utils.humaneval_v.hooks` (each task's metric_list names its
 aggregations there directly)."""
 
 from __future__ import annotations

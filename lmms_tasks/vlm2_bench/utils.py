@@ -1,6 +1,6 @@
 """Thin lmms-eval hooks for VLM2-Bench; lmms-eval re-executes this file per `!function` tag, so all logic
-and state live in `lmms_tasks.utils.vlm2_bench.hooks` (the per-kind metric templates in yaml_templates/
-name their aggregations there directly)."""
+and state live in `lmms_tasks.utils.vlm2_bench.hooks` (each task's
+metric_list names its aggregations there directly)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,9 @@ must succeed, so every test can fail. Timings are never asserted.
 
 The module runs as whoever runs pytest; `test_sandbox_unprivileged.py` re-runs it as uid 65534 when
 pytest runs as root, so CI covers both. Where the kernel refuses user namespaces, the cases that need them
-skip with the reason (the cases of the refusal itself still run: nothing may run unconfined). export-upstream
-exports one case per containment class (secrets, network, files, visibility, forged verdicts, processes, each
-limit, timeouts, output, exits, the pool, the refusal without bubblewrap); the cases marked `not_exported`
-(variants of a class, slow) run in lmms-tasks only."""
+skip with the reason (the cases of the refusal itself still run: nothing may run unconfined). Every containment
+class has at least one case: secrets, network, files, visibility, forged verdicts, processes, each limit,
+timeouts, output, exits, the pool, the refusal without bubblewrap."""
 
 from __future__ import annotations
 

@@ -243,3 +243,17 @@ def test_a_test_needing_test_support_stays_home(mini_tree: SourceTree) -> None:
     assert any(d.startswith("test/eval/mybench/test_support.py (stays in lmms-tasks: imports minipkg.utils.testing.helpers)") for d in result.dropped_tests)
     assert not any("/testing/" in rel for rel in result.plan.files)
     assert any(d.startswith("test/eval/mybench/test_with_fixture.py (stays in lmms-tasks: uses the fixture(s) doubled of tests/conftest.py)") for d in result.dropped_tests)
+
+
+PROJECT_TRACES = re.compile(r"lmms[-_]tasks|yaml_templates|exported from|not_exported|include_path_only|export-upstream", re.IGNORECASE)
+
+
+def test_no_added_line_names_this_project(stack_export: Any) -> None:
+    """What lmms-eval merges reads as its own (issue 56): no added line of any PR, code, YAML, test or docs,
+    names this project, its folders, its markers or its commands."""
+    found = []
+    for pr in stack_export.stack.prs:
+        for line in pr.patch.decode("utf-8").splitlines():
+            if line.startswith("+") and not line.startswith("+++") and PROJECT_TRACES.search(line):
+                found.append(f"{pr.name}: {line[:160]}")
+    assert found == []

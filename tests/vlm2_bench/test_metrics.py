@@ -8,7 +8,6 @@ import random
 
 import pytest
 
-from lmms_tasks.utils.commands.tasks import vlm2_declared
 from lmms_tasks.utils.vlm2_bench import SUBTASKS, hooks
 from lmms_tasks.utils.vlm2_bench.metrics import (
     count_item_score,
@@ -20,12 +19,13 @@ from lmms_tasks.utils.vlm2_bench.metrics import (
     vid_type,
 )
 
+KIND = {"gc_mat": "tf_gc", "gc_trk": "tf_gc", "oc_cpr": "tf_cpr", "oc_cnt": "cnt", "pc_cpr": "tf_cpr", "pc_grp": "grp"}  # as their YAMLs declare (dataset_kwargs.kind)
+
 
 def _item(subtask: str, index: int, q_id: str, gt, response: str, **extra) -> dict:
-    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule) its subtask's YAML declares."""
-    declared = vlm2_declared()[subtask]
-    rule = {"strip_tf_prefix": bool(declared.get("strip_tf_prefix"))} if declared["kind"] == "tf_cpr" else {}
-    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": declared["kind"], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
+    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule, strip_tf_prefix) its YAML declares."""
+    rule = {"strip_tf_prefix": subtask == "pc_cpr"} if KIND[subtask] == "tf_cpr" else {}
+    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": KIND[subtask], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
 
 
 def _rank_shuffled(items: list[dict], world_size: int = 3, seed: int = 0) -> list[dict]:

@@ -13,15 +13,15 @@ import random
 
 import pytest
 
-from lmms_tasks.utils.commands.tasks import vlm2_declared
 from lmms_tasks.utils.vlm2_bench import hooks
+
+KIND = {"gc_mat": "tf_gc", "oc_cnt": "cnt", "oc_grp": "grp", "pc_cpr": "tf_cpr"}  # as their YAMLs declare (dataset_kwargs.kind)
 
 
 def _item(subtask: str, index: int, q_id: str, gt, response: str, **extra) -> dict:
-    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule) its subtask's YAML declares."""
-    declared = vlm2_declared()[subtask]
-    rule = {"strip_tf_prefix": bool(declared.get("strip_tf_prefix"))} if declared["kind"] == "tf_cpr" else {}
-    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": declared["kind"], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
+    """An item as `process_results` makes it: with the kind (and PC-Cpr's q_id rule, strip_tf_prefix) its YAML declares."""
+    rule = {"strip_tf_prefix": subtask == "pc_cpr"} if KIND[subtask] == "tf_cpr" else {}
+    return {"task": f"vlm2_bench_{subtask}", "subtask": subtask, "kind": KIND[subtask], **rule, "doc_index": index, "q_id": q_id, "gt": gt, "response": response, **extra}
 
 
 def _se(values: list[float]) -> float:

@@ -1,5 +1,5 @@
 """lmms-eval hooks for the two HAERAE-Vision tasks and their group (the task folder's `utils.py` re-exports
-the ones its YAMLs name; the metric template in yaml_templates/ names the aggregations here directly).
+the ones its YAMLs name; each task's metric_list names the aggregations here directly).
 
 Each task's `custom_dataset` loader (`load_subtask`, the variant named by its YAML's `dataset_kwargs`) checks
 the judge settings (from the metadata lmms-eval passes it) and the data before any model request;

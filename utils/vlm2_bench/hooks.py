@@ -163,7 +163,7 @@ _METRICS: dict[str, tuple[str, ...]] = {
 
 
 def metric_names(kind: str) -> tuple[str, ...]:
-    """The metrics of a kind's template (yaml_templates/vlm2_bench_<kind>): each gets the document's item."""
+    """The metrics of a kind (its tasks' metric_list): each gets the document's item."""
     return _METRICS[kind]
 
 

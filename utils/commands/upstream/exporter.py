@@ -8,6 +8,7 @@ code), and follows every reference to our package transitively (`pyrewrite`). No
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,7 +318,9 @@ class _Builder:
             return
         self.files.setdefault(f"{dest_root}/__init__.py", "")
         existing = self.files.get(f"{dest_root}/conftest.py", "")
-        self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, "", self.tree.pytest_markers, str(existing))
+        written = "\n".join(str(v) for k, v in self.files.items() if k.startswith(f"{dest_root}/") and k.endswith(".py") and isinstance(v, str))
+        used = tuple(m for m in self.tree.pytest_markers if re.search(rf"\bmark\.{re.escape(m.split(':', 1)[0].strip())}\b", written))
+        self.files[f"{dest_root}/conftest.py"] = _conftest(benchmark, "", used, str(existing))  # only the markers its tests use
 
     def _test_support_needed(self, path: Path, shared_fixtures: dict[str, str], runtime: set[str] | None = None) -> str | None:
         """Why the test file at `path` cannot run on the exported runtime alone, or is marked to stay (None
@@ -400,7 +403,7 @@ BENCHMARKS = _benchmarks()
 
 
 def _conftest(benchmark: str, imports: str, markers: tuple[str, ...], existing: str) -> str:
-    lines = [f'"""pytest set-up for the {benchmark} tests: the shared fixtures and the markers they use (exported from lmms-tasks)."""', ""]
+    lines = [f'"""pytest set-up for the {benchmark} tests: the shared fixtures and the markers they use."""', ""]
     if imports:
         lines.append(imports.rstrip("\n"))
     if markers:
