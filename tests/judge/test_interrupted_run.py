@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, lmms_eval_command, offline_env
+from lmms_tasks.utils.testing.e2e import STAND_IN_JUDGE, STAND_IN_MODEL, lmms_eval_command, offline_env, start_interruptible
 from lmms_tasks.utils.testing.fixtures import haerae_vision as fixture
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
@@ -23,7 +23,7 @@ PROMPT_EXIT = 60.0  # generous: the point is not waiting for the hung request, n
 def _start(command: list[str], env: dict[str, str], out: Path, name: str) -> tuple[subprocess.Popen, Path]:
     log = out / f"{name}.log"
     with open(log, "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(command, env=dict(env), cwd=out, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+        proc = start_interruptible(command, env=dict(env), cwd=out, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
     return proc, log
 
 

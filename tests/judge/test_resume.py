@@ -14,6 +14,7 @@ from pathlib import Path
 from lmms_tasks.utils.services.cache import DiskCache
 from lmms_tasks.utils.services.llm_judge import judge
 from lmms_tasks.utils.services.llm_judge.judge import JudgeConfig, JudgeRequest, judge_batch
+from lmms_tasks.utils.testing.e2e import start_interruptible
 from lmms_tasks.utils.testing.openai_server import StandInServer
 
 N = 24
@@ -50,7 +51,7 @@ def _start_judging(server: StandInServer, cache_dir: Path, work: Path, replies_b
         "LMMS_TASKS_JUDGE_CACHE_DIR": str(cache_dir),
         "LMMS_TASKS_JUDGE_PROGRESS": "0",
     }
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = start_interruptible([sys.executable, str(script)], env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while sum(1 for r in server.requests if r.reply is not None) < replies_before_return:
         if proc.poll() is not None or time.monotonic() > deadline:

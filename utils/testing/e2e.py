@@ -62,6 +62,21 @@ class RunResult:
         return self
 
 
+def start_interruptible(command: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """`subprocess.Popen(command, **popen)` for a test that sends the child Ctrl-C: the child gets SIGINT's default
+    disposition (so Python raises KeyboardInterrupt there) even where this process ignores it, as every command
+    started from a shell's background job does (`cmd &` without job control ignores SIGINT, and an ignored signal
+    stays ignored across exec)."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a caught signal is reset to its default in the child
+    try:
+        return subprocess.Popen(list(command), **popen)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def offline_env(
     base_url: str,
     work_dir: Path,
