@@ -257,3 +257,12 @@ def test_no_added_line_names_this_project(stack_export: Any) -> None:
             if line.startswith("+") and not line.startswith("+++") and PROJECT_TRACES.search(line):
                 found.append(f"{pr.name}: {line[:160]}")
     assert found == []
+
+
+def test_descriptions_tick_breaking_change_where_every_run_sees_the_change(stack_export: Any) -> None:
+    """Issue 56: the exit statuses (0003) and the loading retry policy (0004) change what every existing run does,
+    so their descriptions tick "Breaking change"; 0007 is opt-in, a feature (its bug stays for tasks that do not opt in)."""
+    ticked = {pr.name: {line[6:] for line in pr.body.splitlines() if line.startswith("- [x] ")} for pr in stack_export.stack.prs if pr.kind == "core"}
+    assert {name for name, kinds in ticked.items() if "Breaking change" in kinds} == {"0003-cli-exit-status", "0004-task-load-retry-network-errors"}
+    assert ticked["0007-evaluator-k-samples-stability"] == {"New feature"}
+    assert all(kinds for kinds in ticked.values())

@@ -75,6 +75,21 @@ EXISTING_TASKS: dict[str, str] = {
         "the API's default, now sent with no change to sampling."
     ),
 }
+# The pull request template's "Type of Change" of each core PR, as what it does to existing users: a change of
+# behaviour every run sees is a breaking change (scripts that read the exit status, loading that no longer retries
+# a non-network error), whatever its title says; an opt-in feature is a feature even where it fixes a bug for the
+# tasks that opt in (0007: tasks that do not set `score_each_repeat` keep today's scoring under `--repeats`).
+CHANGE_TYPES: dict[str, tuple[str, ...]] = {
+    "0001-task-strip-responses": ("New feature",),
+    "0002-group-exact-metrics": ("New feature",),
+    "0003-cli-exit-status": ("New feature", "Breaking change"),
+    "0004-task-custom-dataset": ("New feature",),
+    "0004-task-load-retry-network-errors": ("Breaking change",),
+    "0006-task-batch-scoring": ("New feature",),
+    "0007-evaluator-k-samples-stability": ("New feature",),
+    "0008-baselines-per-task-samples": ("Bug fix (non-breaking change)",),
+    "0009-openai-sampling-parameters": ("Bug fix (non-breaking change)", "Breaking change"),
+}
 VALIDATION_FILE = Path(__file__).with_name("validation.json")  # measured: `tests/upstream/test_stack.py` fails when it is stale
 MAIN_COMMIT = "75571cfe"
 
@@ -256,8 +271,11 @@ def core_prs(plan: series.SeriesPlan) -> list[PullRequest]:
     prs = []
     for rel, patch in plan.files.items():
         name = Path(rel).stem
-        if name not in EXISTING_TASKS:
-            raise ExportError(f"{series.SERIES_DIR}/{plan.version}/{name}.patch: say what it changes for existing tasks in stack.EXISTING_TASKS")
+        if name not in EXISTING_TASKS or name not in CHANGE_TYPES:
+            raise ExportError(
+                f"{series.SERIES_DIR}/{plan.version}/{name}.patch: say what it changes for existing tasks and its type of change "
+                "in stack.EXISTING_TASKS and stack.CHANGE_TYPES"
+            )
         files, lines, python = count_added(patch)
         subject = _subject(patch)
         paragraphs = _paragraphs(_message(patch))
@@ -267,7 +285,7 @@ def core_prs(plan: series.SeriesPlan) -> list[PullRequest]:
             ["Task folders, models and every other module of lmms-eval: only the files above change."],
             name,
             [EXISTING_TASKS[name]],
-            ("Bug fix (non-breaking change)",) if subject.startswith("fix(") else ("New feature",),
+            CHANGE_TYPES[name],
         )
         prs.append(PullRequest(name, "core", subject, [], patch, body, files, lines, python, cap_kind="core"))
     return prs
