@@ -70,8 +70,9 @@ EXISTING_TASKS: dict[str, str] = {
     "0009-openai-sampling-parameters": (
         "Tasks run with the chat `openai` model send the `top_p`, `seed`, `presence_penalty`, `frequency_penalty` and `n` their "
         "`generation_kwargs` set (as 0.7.3 did), where valid for the API (`0 < top_p <= 1`; other values are not sent). "
-        "On main at the series' commit that changes the sampling of 8 task YAMLs in 6 folders, which set a top_p below 1: "
-        "kaleidoscope, lsdbench, mme_cot, multi_crit, olympiadbench, omni_bench; 276 YAMLs in 152 folders set `top_p: 1.0`, "
+        "On main at the series' commit that changes the sampling of 15 tasks in 6 folders, whose resolved configuration (their "
+        "includes followed) sets a top_p below 1 (no task sets a seed, a non-zero penalty or n > 1): kaleidoscope (5), lsdbench, mme_cot (2), multi_crit (2), "
+        "olympiadbench (2), omni_bench (3); 496 tasks in 153 folders set `top_p: 1.0`, "
         "the API's default, now sent with no change to sampling."
     ),
 }
