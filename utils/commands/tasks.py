@@ -49,6 +49,13 @@ def vlm2_declared() -> dict[str, dict[str, Any]]:
     return {subtask: dict(task_config(task).get("dataset_kwargs") or {}) for (subtask,), task in declared_variants("vlm2_bench", ("subtask",)).items()}
 
 
+def humaneval_v1_tasks() -> dict[int, str]:
+    """HumanEval-V v1's tasks by the k their YAMLs declare (`dataset_kwargs: {setting: v1, k: 10}`)."""
+    from lmms_tasks.utils.humaneval_v import v1
+
+    return {k: task for (setting, k), task in sorted(declared_variants("humaneval_v", ("setting", "k")).items()) if setting == v1.SETTING}
+
+
 def vlm2_kinds() -> dict[str, str]:
     """VLM2-Bench subtask -> the kind its YAML declares."""
     return {subtask: str(kwargs.get("kind")) for subtask, kwargs in vlm2_declared().items()}

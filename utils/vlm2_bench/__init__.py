@@ -23,7 +23,7 @@ report), the published numbers and the test fixtures read:
   paper has none.
 
 Adding a subtask of an existing kind: its YAML, one row here, one row in the test fixture's spec. The
-commands read each subtask's declared kind with `lmms_tasks.utils.commands.tasks.declared_variants`.
+commands read each subtask's declared kind with `lmms_tasks.utils.commands.tasks.vlm2_declared`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from lmms_tasks.utils.services.logging import logger
 from lmms_tasks.utils.services.model_args import warn_about_model_args
 from lmms_tasks.utils.services.stats import NA, UNIT_SCORE, fraction_item, metric_item, unit_item
 from lmms_tasks.utils.services.status import inspecting
-from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, IMAGE_SUBTASKS, KINDS, SUBTASKS, TASK_PREFIX, task_name
+from lmms_tasks.utils.vlm2_bench import HUMAN_OVERALL, IMAGE_SUBTASKS, SUBTASKS, TASK_PREFIX, task_name
 from lmms_tasks.utils.vlm2_bench import messages as _messages
 from lmms_tasks.utils.vlm2_bench.data import SOURCE, load_docs
 from lmms_tasks.utils.vlm2_bench.metrics import (
@@ -80,8 +80,6 @@ def load_subtask(
     into the documents."""
     if subtask not in SUBTASKS:
         raise DataError(f"vlm2_bench: dataset_kwargs.subtask is {subtask!r}; a VLM2-Bench task names one of the table's subtasks {sorted(SUBTASKS)}")
-    if kind not in KINDS:
-        raise DataError(f"{task_name(subtask)}: dataset_kwargs.kind is {kind!r}; expected one of {list(KINDS)}")
     if not isinstance(strip_tf_prefix, bool):
         raise DataError(f"{task_name(subtask)}: dataset_kwargs.strip_tf_prefix is {strip_tf_prefix!r}; expected true or false")
     return dataset_for(subtask, kind, strip_tf_prefix)(metadata=metadata)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_tasks.utils.commands.official.common import Imported, OfficialFormatError, RunTask, Written, safe_name, sample
-from lmms_tasks.utils.commands.tasks import declared_variants
+from lmms_tasks.utils.commands.tasks import declared_variants, humaneval_v1_tasks
 from lmms_tasks.utils.humaneval_v import v1
 from lmms_tasks.utils.humaneval_v.prompts import SETTINGS, TABLE
 from lmms_tasks.utils.services.data import DataError, DataSource
@@ -50,7 +50,7 @@ _DECLARED = declared_variants("humaneval_v", ("setting", "k"))  # (setting, k) -
 VERSIONS = {
     "v2": Version("v2", {(s, many): _DECLARED[(s, OFFICIAL_V2_K if many else 1)] for s in SETTINGS for many in (False, True)}, OFFICIAL_V2_K),
     # v1 (108 tasks, one setting): the tasks `humaneval_v1` / `humaneval_v1_pass10`, scored through their own YAML.
-    "v1": Version("v1", {(v1.SETTING, k > 1): task for (s, k), task in _DECLARED.items() if s == v1.SETTING}, max(k for s, k in _DECLARED if s == v1.SETTING)),
+    "v1": Version("v1", {(v1.SETTING, k > 1): task for k, task in humaneval_v1_tasks().items()}, max(humaneval_v1_tasks())),
 }
 # official exp_type -> (our setting, the infix of its prediction file): the settings' table (humaneval_v/settings.csv),
 # plus V2T2C with GPT-4o as the strong coder, whose T2C step the official pipeline writes as its own experiment
@@ -457,7 +457,7 @@ def export_v1(run_tasks: list[RunTask], out: Path) -> list[Written]:
     from lmms_tasks.utils.commands.score import read_samples
 
     written: list[Written] = []
-    v1_tasks = {task for (setting, _), task in _DECLARED.items() if setting == v1.SETTING}  # as their YAMLs declare
+    v1_tasks = set(humaneval_v1_tasks().values())  # as their YAMLs declare
     for run_task in (t for t in run_tasks if t.task in v1_tasks):
         entries = []
         for line in sorted(read_samples(run_task.samples_path), key=lambda line: int(line.get("doc_id", 0))):

@@ -39,7 +39,7 @@ SCORERS = {name: row.scorer for name, row in TABLE.items()}
 STD_SUFFIX = "_std"  # test_mat_std/: GC answers standardized to T/F (ours)
 
 
-_TASKS = declared_variants("vlm2_bench", ("subtask",))  # (subtask,) -> the task whose YAML declares it
+_SUBTASK_OF = {task: subtask for (subtask,), task in declared_variants("vlm2_bench", ("subtask",)).items()}  # as each YAML declares
 
 
 def declared(subtask: str) -> dict[str, Any]:
@@ -82,10 +82,9 @@ REQUIRED = {
 
 def subtask_of_task(task: str) -> str:
     """The subtask the task's YAML declares (`dataset_kwargs.subtask`)."""
-    found = {name: subtask for (subtask,), name in _TASKS.items()}
-    if task not in found:
-        raise OfficialFormatError(f"--task {task!r} is not a VLM2-Bench task (one of {', '.join(sorted(found))})")
-    return found[task]
+    if task not in _SUBTASK_OF:
+        raise OfficialFormatError(f"--task {task!r} is not a VLM2-Bench task (one of {', '.join(sorted(_SUBTASK_OF))})")
+    return _SUBTASK_OF[task]
 
 
 def subtask_from_path(path: Path) -> str | None:
@@ -313,7 +312,7 @@ def export(run_tasks: list[RunTask], out: Path, source: DataSource = SOURCE) -> 
     written: list[Written] = []
     copied: set[str] = set()
     for run_task in run_tasks:
-        subtask = next((s for (s,), name in _TASKS.items() if name == run_task.task), None)  # as the task's YAML declares
+        subtask = _SUBTASK_OF.get(run_task.task)
         if subtask is None:
             continue
         kind = kind_of(subtask)

@@ -15,9 +15,8 @@ from lmms_tasks.utils.commands.report.runs import (
     metric,
 )
 from lmms_tasks.utils.commands.report.tables import NONE, OFFICIAL, SCORE, Table, fmt
-from lmms_tasks.utils.commands.tasks import benchmark_of, declared_variants
+from lmms_tasks.utils.commands.tasks import benchmark_of, declared_variants, humaneval_v1_tasks
 from lmms_tasks.utils.humaneval_v import published as humaneval_published
-from lmms_tasks.utils.humaneval_v import v1 as humaneval_v1
 from lmms_tasks.utils.humaneval_v.prompts import TABLE as HUMANEVAL_TABLE
 
 PLOTS = ("humaneval_v_passk", "humaneval_v_by_task_type", "humaneval_v_by_capability")
@@ -37,11 +36,7 @@ def humaneval_source(stem: str, strong: bool, k: int) -> tuple[str, str]:
 
 
 # v1 (the original 108-task release): (column, task, metric)
-HUMANEVAL_V1 = tuple(
-    (f"pass@{k}", task, f"pass@{k}")
-    for (setting, k), task in sorted(declared_variants("humaneval_v", ("setting", "k")).items())
-    if setting == humaneval_v1.SETTING
-)
+HUMANEVAL_V1 = tuple((f"pass@{k}", task, f"pass@{k}") for k, task in humaneval_v1_tasks().items())
 
 
 def _is_humaneval(task: str) -> bool:
